@@ -1,0 +1,141 @@
+"""``fairmiss`` command line.
+
+    fairmiss run [CONFIG]      run an experiment (default: params/compas_default.yaml)
+    fairmiss ingest DATASET    fetch and verify raw files (official URL or FAIRMISS_DATA_MIRROR)
+    fairmiss datasets          list dataset variants, raw-file status and how to get missing files
+    fairmiss validate CONFIG   check a config file without running anything
+    fairmiss ui                MLflow UI on 127.0.0.1 for the local store
+
+Errors in user input (config, raw files, data validation) print one clear message naming the
+file and field and exit with status 2; nothing is written downstream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+
+from fairmiss.config import ConfigError, load_config
+from fairmiss.data import ChecksumError, DatasetError, RawDataMissingError
+from fairmiss.data.validate import DataValidationError
+from fairmiss.missingness import MissingnessError
+
+USER_ERRORS = (ConfigError, DatasetError, ChecksumError, RawDataMissingError, DataValidationError,
+               MissingnessError, FileNotFoundError)
+
+
+def run_guarded(fn) -> int:
+    try:
+        fn()
+    except USER_ERRORS as exc:
+        print(f"fairmiss: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _cmd_run(args) -> int:
+    from flows.experiment import run_experiment
+
+    def go():
+        out = run_experiment(args.config, results_dir=args.results_dir, processed_dir=args.processed_dir)
+        print(out["table"])
+        print(f"\nresults: {out['results_dir']}/metrics.json   MLflow: {out['tracking_uri']} "
+              f"(parent run {out['parent_run_id']}; open with `fairmiss ui`)")
+        if out["failed"]:
+            print(f"{len(out['failed'])} cell(s) failed: {out['failed'][:5]}", file=sys.stderr)
+    return run_guarded(go)
+
+
+def _cmd_ingest(args) -> int:
+    from fairmiss.data import fetch, get_variant, list_variants
+
+    names = [v.name for v in list_variants()] if args.dataset == "all" else [args.dataset]
+
+    def go():
+        seen = set()
+        for name in names:
+            try:
+                variant = get_variant(name)
+            except KeyError as exc:
+                raise ConfigError(str(exc.args[0])) from None
+            for rf in variant.raw_files:
+                if rf.filename in seen:
+                    continue
+                seen.add(rf.filename)
+                path = fetch(rf, args.raw_dir)
+                print(f"ok  {path}  sha256 {rf.sha256[:12]}…")
+    return run_guarded(go)
+
+
+def _cmd_datasets(args) -> int:
+    from fairmiss.data import list_variants
+    from fairmiss.data.acquire import raw_status
+
+    for v in list_variants():
+        states = {rf.filename: raw_status(rf, args.raw_dir) for rf in v.raw_files}
+        ready = all(s in ("present", "in mirror") for s in states.values())
+        label = "synthetic" if v.synthetic else ("ready" if ready else "needs raw files")
+        print(f"{v.name:22s} {label:16s} {v.description}")
+        for rf in v.raw_files:
+            st = states[rf.filename]
+            hint = "" if st in ("present", "in mirror") else f" — get it: {rf.url or rf.note}"
+            print(f"    {rf.filename:34s} {st}{hint}")
+    return 0
+
+
+def _cmd_validate(args) -> int:
+    def go():
+        cfg = load_config(args.config)
+        print(f"{args.config}: ok — {len(cfg.cells())} cells, dataset {cfg.dataset.name}")
+    return run_guarded(go)
+
+
+def _cmd_ui(args) -> int:
+    from fairmiss.tracking import resolve_uri
+
+    uri = resolve_uri(None)
+    cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
+           "--port", str(args.port), "--default-artifact-root", "mlruns/artifacts"]
+    print("MLflow UI at http://127.0.0.1:%d  (Ctrl-C to stop)" % args.port)
+    return subprocess.call(cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="fairmiss", description="Fairness with missing data: experiments, tracked.",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run an experiment config through the Prefect flow")
+    p.add_argument("config", nargs="?", default="params/compas_default.yaml")
+    p.add_argument("--results-dir", default="results")
+    p.add_argument("--processed-dir", default="processed")
+    p.set_defaults(fn=_cmd_run)
+    p = sub.add_parser("ingest", help="fetch and verify a dataset's raw files ('all' for every dataset)")
+    p.add_argument("dataset")
+    p.add_argument("--raw-dir", default=None)
+    p.set_defaults(fn=_cmd_ingest)
+    p = sub.add_parser("datasets", help="list dataset variants and raw-file status")
+    p.add_argument("--raw-dir", default=None)
+    p.set_defaults(fn=_cmd_datasets)
+    p = sub.add_parser("validate", help="validate a config file")
+    p.add_argument("config")
+    p.set_defaults(fn=_cmd_validate)
+    p = sub.add_parser("ui", help="MLflow UI for the local store on 127.0.0.1")
+    p.add_argument("--port", type=int, default=5000)
+    p.set_defaults(fn=_cmd_ui)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

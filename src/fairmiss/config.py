@@ -1,0 +1,373 @@
+"""Experiment configuration: pydantic models for the YAML files in ``params/``.
+
+A config names the dataset, the split protocol, one or more missingness specs, imputers and
+learners (each a discriminated union on ``kind``: the registries in
+:mod:`fairmiss.missingness`, :mod:`fairmiss.impute` and :mod:`fairmiss.learners` give one
+model per kind), the metrics, the root seed and the tracking store. The cross product
+``splits × missingness × imputers × learners`` are the experiment's *cells*; every cell gets
+seeds derived from the root seed (:mod:`fairmiss.seeds`), never global seeding.
+
+Unknown keys are rejected: :func:`load_config` raises :class:`ConfigError` naming the file and
+the dotted path of the offending key.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from fairmiss.io import stable_hash
+
+__all__ = [
+    "ConfigError",
+    "ExperimentConfig",
+    "Cell",
+    "load_config",
+    "DEFAULT_CONFIG",
+]
+
+DEFAULT_CONFIG = Path("params/compas_default.yaml")
+Rate = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class ConfigError(ValueError):
+    """Invalid experiment config: message names the file and the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- dataset / split
+class DatasetSpec(_Strict):
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    group_as_feature: bool = False
+
+
+class SplitSpec(_Strict):
+    test_size: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.3
+    n_splits: Annotated[int, Field(ge=1, le=1000)] = 10
+    stratify: Literal["group_label", "label", "none"] = "group_label"
+
+
+# --------------------------------------------------------------------------- missingness
+class NoMissingness(_Strict):
+    kind: Literal["none"] = "none"
+    name: str = "none"
+
+
+class MCARGroup(_Strict):
+    """Per-group MCAR: P(M_j = 1 | S = s) = rates[j][s] (spec 000 §1.2, Table 3)."""
+
+    kind: Literal["mcar_group"] = "mcar_group"
+    name: str
+    rates: dict[str, dict[int, Rate]]
+    mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
+
+
+class MCAR(_Strict):
+    kind: Literal["mcar"] = "mcar"
+    name: str
+    rates: dict[str, Rate]
+
+
+class MAR(_Strict):
+    """Missingness of each target column driven by observed driver columns (logistic)."""
+
+    kind: Literal["mar"] = "mar"
+    name: str
+    columns: list[str]
+    drivers: list[str]
+    rate: Rate
+    strength: float = 1.0
+
+
+class MNARCensor(_Strict):
+    """Self-masking: values above the per-column (1 - rate) quantile are removed (001 §5)."""
+
+    kind: Literal["mnar_censor"] = "mnar_censor"
+    name: str
+    columns: list[str]
+    rate: Rate
+
+
+class Preset(_Strict):
+    """A named missingness setting from a paper, e.g. ``000_table3_compas``."""
+
+    kind: Literal["preset"] = "preset"
+    preset: str
+    name: str | None = None
+    mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
+
+
+MissingnessSpec = Annotated[NoMissingness | MCARGroup | MCAR | MAR | MNARCensor | Preset, Field(discriminator="kind")]
+
+
+# --------------------------------------------------------------------------- imputers
+class _ImputerBase(_Strict):
+    add_indicator: bool = False
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or (self.kind + ("+mask" if self.add_indicator else ""))
+
+
+class SimpleImputerSpec(_ImputerBase):
+    kind: Literal["mean", "median", "most_frequent"]
+
+
+class ConstantImputerSpec(_ImputerBase):
+    kind: Literal["constant"] = "constant"
+    fill_value: float = -1.0
+
+
+class KNNImputerSpec(_ImputerBase):
+    kind: Literal["knn"] = "knn"
+    n_neighbors: Annotated[int, Field(ge=1)] = 5
+
+
+class IterativeImputerSpec(_ImputerBase):
+    kind: Literal["iterative"] = "iterative"
+    max_iter: Annotated[int, Field(ge=1)] = 10
+    sample_posterior: bool = False
+
+
+class NoImputerSpec(_ImputerBase):
+    """Hand NaN to the learner (MIA for trees with native missing support)."""
+
+    kind: Literal["none"] = "none"
+
+
+ImputerSpec = Annotated[
+    SimpleImputerSpec | ConstantImputerSpec | KNNImputerSpec | IterativeImputerSpec | NoImputerSpec,
+    Field(discriminator="kind"),
+]
+
+
+# --------------------------------------------------------------------------- learners
+class _LearnerBase(_Strict):
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+class DecisionTreeSpec(_LearnerBase):
+    kind: Literal["decision_tree"] = "decision_tree"
+    max_depth: Annotated[int, Field(ge=1)] | None = 3
+    min_samples_leaf: Annotated[int, Field(ge=1)] = 1
+    criterion: Literal["gini", "entropy", "log_loss"] = "gini"
+
+
+class LogisticRegressionSpec(_LearnerBase):
+    kind: Literal["logistic_regression"] = "logistic_regression"
+    C: Annotated[float, Field(gt=0)] = 1.0
+    max_iter: Annotated[int, Field(ge=1)] = 1000
+
+
+class RandomForestSpec(_LearnerBase):
+    kind: Literal["random_forest"] = "random_forest"
+    n_estimators: Annotated[int, Field(ge=1)] = 100
+    max_depth: Annotated[int, Field(ge=1)] | None = None
+    n_jobs: Annotated[int, Field(ge=1)] = 1
+
+
+class XGBoostSpec(_LearnerBase):
+    kind: Literal["xgboost"] = "xgboost"
+    n_estimators: Annotated[int, Field(ge=1)] = 100
+    max_depth: Annotated[int, Field(ge=1)] = 3
+    learning_rate: Annotated[float, Field(gt=0)] = 0.1
+    n_jobs: Annotated[int, Field(ge=1)] = 1
+
+
+class HistGBSpec(_LearnerBase):
+    kind: Literal["hist_gradient_boosting"] = "hist_gradient_boosting"
+    max_iter: Annotated[int, Field(ge=1)] = 100
+    max_depth: Annotated[int, Field(ge=1)] | None = None
+    learning_rate: Annotated[float, Field(gt=0)] = 0.1
+
+
+class ExponentiatedGradientSpec(_LearnerBase):
+    """Agarwal et al. reduction (fairlearn) around a depth-``max_depth`` tree or LR."""
+
+    kind: Literal["exponentiated_gradient"] = "exponentiated_gradient"
+    constraint: Literal["fnr", "fpr", "equalized_odds", "demographic_parity", "tpr"] = "fnr"
+    eps: Annotated[float, Field(gt=0)] = 0.01
+    base: Literal["decision_tree", "logistic_regression"] = "decision_tree"
+    max_depth: Annotated[int, Field(ge=1)] = 3
+    max_iter: Annotated[int, Field(ge=1)] = 50
+
+
+class ThresholdOptimizerSpec(_LearnerBase):
+    """Hardt et al. post-processing (fairlearn), fitted on a validation split carved from train."""
+
+    kind: Literal["threshold_optimizer"] = "threshold_optimizer"
+    constraint: Literal["equalized_odds", "false_negative_rate_parity", "false_positive_rate_parity",
+                        "true_positive_rate_parity", "demographic_parity"] = "equalized_odds"
+    base: Literal["decision_tree", "logistic_regression"] = "decision_tree"
+    max_depth: Annotated[int, Field(ge=1)] = 3
+    validation_size: Annotated[float, Field(gt=0, lt=1)] = 0.5
+
+
+class FairMIPForestSpec(_LearnerBase):
+    """Paper 000's Fair MIP Forest (Pyomo + HiGHS); handles NaN natively (MIA)."""
+
+    kind: Literal["fair_mip_forest"] = "fair_mip_forest"
+    max_depth: Annotated[int, Field(ge=1, le=4)] = 3
+    lambda_: Annotated[float, Field(ge=0, alias="lambda")] = 0.1
+    fairness: Literal["none", "acc", "fpr", "fnr", "eo"] = "fnr"
+    n_trees: Annotated[int, Field(ge=1)] = 30
+    batch_size: Annotated[int, Field(ge=4)] = 200
+    time_limit: Annotated[float, Field(gt=0)] = 10.0
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+LearnerSpec = Annotated[
+    DecisionTreeSpec | LogisticRegressionSpec | RandomForestSpec | XGBoostSpec | HistGBSpec
+    | ExponentiatedGradientSpec | ThresholdOptimizerSpec | FairMIPForestSpec,
+    Field(discriminator="kind"),
+]
+
+#: Learners that accept NaN in X (the "none" imputer path, MIA).
+NATIVE_MISSING = {"decision_tree", "random_forest", "xgboost", "hist_gradient_boosting", "fair_mip_forest"}
+
+METRICS = Literal[
+    "accuracy", "balanced_accuracy", "auc", "fpr", "fnr", "tpr", "tnr", "selection_rate", "error",
+]
+
+
+class TrackingSpec(_Strict):
+    uri: str | None = None  # None: MLFLOW_TRACKING_URI, else sqlite:///mlruns/mlflow.db
+    experiment_name: str | None = None  # None: the config's experiment name
+    log_models: bool = True
+
+
+class ExecutionSpec(_Strict):
+    max_workers: Annotated[int, Field(ge=1, le=64)] = 2
+    task_runner: Literal["thread", "dask"] = "thread"
+    dask_address: str | None = None
+
+
+class ExperimentConfig(_Strict):
+    experiment: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    description: str = ""
+    seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    dataset: DatasetSpec
+    split: SplitSpec = SplitSpec()
+    missingness: list[MissingnessSpec] = Field(default_factory=lambda: [NoMissingness()], min_length=1)
+    imputers: list[ImputerSpec] = Field(min_length=1)
+    learners: list[LearnerSpec] = Field(min_length=1)
+    metrics: list[METRICS] = Field(
+        default_factory=lambda: ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"]
+    )
+    fairness_metric: Literal["fnr_difference", "fpr_difference", "equalized_odds_difference",
+                             "demographic_parity_difference", "accuracy_difference"] = "fnr_difference"
+    tracking: TrackingSpec = TrackingSpec()
+    execution: ExecutionSpec = ExecutionSpec()
+
+    @field_validator("imputers", "learners", "missingness")
+    @classmethod
+    def _unique_labels(cls, v):
+        labels = [getattr(x, "label", None) or getattr(x, "name", None) or getattr(x, "preset", None) for x in v]
+        dup = {x for x in labels if labels.count(x) > 1}
+        if dup:
+            raise ValueError(f"duplicate names {sorted(dup)}: give each entry a distinct 'name'")
+        return v
+
+    @model_validator(mode="after")
+    def _compatible(self):
+        bad = [
+            f"imputer 'none' with learner '{ln.label}'"
+            for imp in self.imputers if imp.kind == "none"
+            for ln in self.learners if ln.kind not in NATIVE_MISSING
+        ]
+        if bad:
+            raise ValueError(
+                "learners that cannot take NaN need an imputer: " + "; ".join(bad)
+                + f" (learners with native missing support: {sorted(NATIVE_MISSING)})"
+            )
+        return self
+
+    @property
+    def config_hash(self) -> str:
+        return stable_hash(self.model_dump(mode="json", by_alias=True))
+
+    def cells(self) -> list[Cell]:
+        out = []
+        for split_idx, miss, imp, ln in itertools.product(
+            range(self.split.n_splits), self.missingness, self.imputers, self.learners
+        ):
+            out.append(Cell(split_idx, miss, imp, ln))
+        return out
+
+
+def missingness_label(m) -> str:
+    return m.name or getattr(m, "preset", None) or m.kind
+
+
+@dataclass(frozen=True)
+class Cell:
+    split_index: int
+    missingness: Any
+    imputer: Any
+    learner: Any
+
+    @property
+    def key(self) -> str:
+        return f"split{self.split_index}/{missingness_label(self.missingness)}/{self.imputer.label}/{self.learner.label}"
+
+    @property
+    def method(self) -> str:
+        """The method a user compares: imputer + learner (aggregated over splits)."""
+        return f"{self.imputer.label}+{self.learner.label}"
+
+
+def _format_errors(path: Path | str, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            lines.append(f"{path}: unknown key '{loc}'")
+        else:
+            lines.append(f"{path}: {loc or '<root>'}: {err['msg']} (got {err.get('input')!r})"[:400])
+    return "invalid config\n  " + "\n  ".join(lines)
+
+
+def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    try:
+        cfg = ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(source, exc)) from None
+    from fairmiss.data import dataset_names
+
+    if cfg.dataset.name not in dataset_names():
+        raise ConfigError(
+            f"{source}: dataset.name: unknown dataset '{cfg.dataset.name}'; known: {', '.join(dataset_names())}"
+        )
+    from fairmiss.missingness import PRESETS
+
+    for i, m in enumerate(cfg.missingness):
+        if m.kind == "preset" and m.preset not in PRESETS:
+            raise ConfigError(f"{source}: missingness.{i}.preset: unknown preset '{m.preset}'; known: {sorted(PRESETS)}")
+    return cfg
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse_config(data, path)

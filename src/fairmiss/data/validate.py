@@ -1,0 +1,124 @@
+"""The validation gate: a Great Expectations suite on every processed table.
+
+The suite is derived from the dataset variant's declaration: the exact column set (so no PII
+column can slip through), dtypes, value ranges of numeric features, allowed values of binary
+features, group and label, no missing values in group and label, and the row count. A failing
+suite raises :class:`DataValidationError` listing every failed expectation; nothing downstream
+runs. Great Expectations' Data Docs (HTML) are written to ``docs_dir`` when given.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from fairmiss.data.registry import PII_COLUMNS, DatasetVariant
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DataValidationError", "ValidationReport", "validate_table", "build_expectations"]
+
+
+class DataValidationError(ValueError):
+    def __init__(self, dataset: str, failures: list[str]):
+        self.dataset = dataset
+        self.failures = failures
+        lines = "\n  - ".join(failures)
+        super().__init__(f"dataset '{dataset}' failed validation ({len(failures)} expectation(s)):\n  - {lines}")
+
+
+@dataclass
+class ValidationReport:
+    success: bool
+    n_expectations: int
+    failures: list[str]
+    docs_index: Path | None
+
+
+def build_expectations(variant: DatasetVariant, n_rows: int | None = None) -> list:
+    import great_expectations as gx
+
+    E = gx.expectations
+    exps = [E.ExpectTableColumnsToMatchSet(column_set=variant.columns, exact_match=True)]
+    rows = variant.expected_rows if n_rows is None else n_rows
+    if rows is not None:
+        exps.append(E.ExpectTableRowCountToEqual(value=int(rows)))
+    for col, ftype in variant.features.items():
+        if ftype == "binary":
+            exps.append(E.ExpectColumnValuesToBeInSet(column=col, value_set=[0, 1]))
+        if ftype in ("numeric", "binary"):
+            exps.append(E.ExpectColumnValuesToBeInTypeList(column=col, type_list=["int64", "float64", "Int64", "Float64"]))
+        if col in variant.numeric_ranges:
+            lo, hi = variant.numeric_ranges[col]
+            exps.append(E.ExpectColumnValuesToBeBetween(column=col, min_value=lo, max_value=hi))
+    for col, enc in ((variant.group, variant.group_encoding), (variant.label, variant.label_encoding)):
+        exps.append(E.ExpectColumnValuesToNotBeNull(column=col))
+        exps.append(E.ExpectColumnValuesToBeInSet(column=col, value_set=sorted(enc)))
+    return exps
+
+
+def _describe(res) -> str:
+    cfg = res.expectation_config
+    kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id",)}
+    observed = res.result.get("observed_value") if res.result else None
+    unexpected = res.result.get("partial_unexpected_list") if res.result else None
+    msg = f"{cfg.type} {kwargs}"
+    if observed is not None:
+        msg += f" — observed {observed}"
+    if unexpected:
+        msg += f" — unexpected values e.g. {unexpected[:5]}"
+    if res.exception_info and res.exception_info.get("raised_exception"):
+        msg += f" — error {res.exception_info.get('exception_message')}"
+    return msg
+
+
+def validate_table(
+    df: pd.DataFrame,
+    variant: DatasetVariant,
+    *,
+    docs_dir: Path | None = None,
+    n_rows: int | None = None,
+    raise_on_failure: bool = True,
+) -> ValidationReport:
+    """Run the variant's suite on ``df``; write Data Docs to ``docs_dir``; raise on failure."""
+    leaked = sorted(PII_COLUMNS & set(df.columns))
+    import great_expectations as gx
+
+    with tempfile.TemporaryDirectory(prefix="fairmiss-gx-") as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = gx.get_context(mode="file", project_root_dir=tmp)
+        ds = ctx.data_sources.add_pandas(name="fairmiss")
+        asset = ds.add_dataframe_asset(name=variant.name)
+        batch_def = asset.add_batch_definition_whole_dataframe("processed")
+        suite = ctx.suites.add(gx.ExpectationSuite(name=f"{variant.name}_processed"))
+        for e in build_expectations(variant, n_rows):
+            suite.add_expectation(e)
+        vd = ctx.validation_definitions.add(gx.ValidationDefinition(data=batch_def, suite=suite, name=f"{variant.name}_vd"))
+        actions = [gx.checkpoint.UpdateDataDocsAction(name="docs")] if docs_dir is not None else []
+        cp = ctx.checkpoints.add(gx.Checkpoint(name=f"{variant.name}_cp", validation_definitions=[vd], actions=actions))
+        result = cp.run(batch_parameters={"dataframe": df})
+        vres = next(iter(result.run_results.values()))
+        failures = [_describe(r) for r in vres.results if not r.success]
+        if leaked:
+            failures.insert(0, f"PII columns present: {leaked}")
+        index = None
+        if docs_dir is not None:
+            site = Path(tmp) / "gx" / "uncommitted" / "data_docs" / "local_site"
+            docs_dir = Path(docs_dir)
+            staging = docs_dir.with_name(docs_dir.name + ".tmp")
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.copytree(site, staging)
+            shutil.rmtree(docs_dir, ignore_errors=True)
+            staging.rename(docs_dir)
+            index = docs_dir / "index.html"
+    report = ValidationReport(not failures, len(vres.results), failures, index)
+    logger.info("validation of %s: %d expectations, %d failed", variant.name, report.n_expectations, len(failures))
+    if failures and raise_on_failure:
+        raise DataValidationError(variant.name, failures)
+    return report

@@ -1,0 +1,48 @@
+"""Imputers as scikit-learn transformers, one factory per config ``kind``.
+
+All are fitted on the training split only (the pipeline guarantees it) and never see the
+group or the label. ``add_indicator=True`` appends the missingness mask of columns that had
+missing values in training ("imputation + mask", paper 001). ``none`` returns ``None``: the
+learner receives NaN and must handle it itself (MIA trees, HistGradientBoosting, XGBoost).
+"""
+
+from __future__ import annotations
+
+from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+from sklearn.impute import IterativeImputer, KNNImputer, SimpleImputer
+
+__all__ = ["make_imputer", "IMPUTERS"]
+
+
+def _simple(spec, seed):
+    return SimpleImputer(strategy=spec.kind, add_indicator=spec.add_indicator, keep_empty_features=True)
+
+
+def _constant(spec, seed):
+    return SimpleImputer(strategy="constant", fill_value=spec.fill_value, add_indicator=spec.add_indicator,
+                         keep_empty_features=True)
+
+
+def _knn(spec, seed):
+    return KNNImputer(n_neighbors=spec.n_neighbors, add_indicator=spec.add_indicator, keep_empty_features=True)
+
+
+def _iterative(spec, seed):
+    return IterativeImputer(max_iter=spec.max_iter, sample_posterior=spec.sample_posterior,
+                            add_indicator=spec.add_indicator, random_state=seed, keep_empty_features=True)
+
+
+IMPUTERS = {
+    "mean": _simple, "median": _simple, "most_frequent": _simple,
+    "constant": _constant, "knn": _knn, "iterative": _iterative,
+    "none": lambda spec, seed: None,
+}
+
+
+def make_imputer(spec, seed: int):
+    """Return an unfitted transformer for ``spec`` (or ``None`` for the NaN pass-through path)."""
+    try:
+        factory = IMPUTERS[spec.kind]
+    except KeyError:
+        raise ValueError(f"unknown imputer '{spec.kind}'; known: {sorted(IMPUTERS)}") from None
+    return factory(spec, seed)

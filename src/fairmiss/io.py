@@ -1,0 +1,85 @@
+"""Atomic file writes and content hashing.
+
+Everything the platform writes downstream of raw data goes through :func:`atomic_write`
+(write to a temporary file in the same directory, fsync, then ``os.replace``), so an
+interrupted run never leaves a half-written file that a later stage could read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash"]
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path next to ``target``; on success rename it onto ``target``.
+
+    On any exception the temporary file is removed and ``target`` is left untouched.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        with open(tmp_path, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp_path, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+        raise
+
+
+def atomic_write_text(target: str | os.PathLike, text: str) -> Path:
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(target)
+
+
+def atomic_write_json(target: str | os.PathLike, obj) -> Path:
+    return atomic_write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def atomic_write_with(target: str | os.PathLike, writer: Callable[[Path], None], suffix: str = "") -> Path:
+    """Call ``writer(tmp_path)`` and atomically move the result to ``target``."""
+    with atomic_path(target, suffix=suffix) as tmp:
+        writer(tmp)
+    return Path(target)
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def stable_hash(obj, length: int = 16) -> str:
+    """Hash of a JSON-serialisable object, independent of dict ordering."""
+    blob = json.dumps(obj, sort_keys=True, default=_json_default, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:length]

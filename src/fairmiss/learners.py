@@ -1,0 +1,149 @@
+"""Learners: one factory per config ``kind`` behind a common adapter.
+
+Every learner is wrapped in :class:`FittedLearner`, which passes ``sensitive_features`` as
+keyword data to estimators that need it (fairness reductions, post-processors, the Fair MIP
+Forest) and never to the others. The group is *not* an input feature unless the dataset spec
+says ``group_as_feature``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["make_learner", "LEARNERS", "Learner"]
+
+
+@dataclass
+class Learner:
+    """An unfitted estimator plus how to call it."""
+
+    estimator: object
+    needs_sensitive_fit: bool = False
+    needs_sensitive_predict: bool = False
+    carve_validation: float | None = None  # fit the post-processor on a split carved from train
+    seed: int = 0
+    info: dict = field(default_factory=dict)
+
+    def fit(self, X, y, sensitive_features):
+        est = self.estimator
+        if self.carve_validation:
+            # Hardt et al.: base model on train-minus-validation, thresholds on validation.
+            tr, va = train_test_split(
+                np.arange(len(y)), test_size=self.carve_validation, random_state=self.seed,
+                stratify=np.asarray(sensitive_features).astype(str) + "|" + np.asarray(y).astype(str),
+            )
+            base = clone(est.estimator).fit(X[tr], y[tr])
+            est.set_params(estimator=base, prefit=True)
+            est.fit(X[va], y[va], sensitive_features=np.asarray(sensitive_features)[va])
+        elif self.needs_sensitive_fit:
+            est.fit(X, y, sensitive_features=sensitive_features)
+        else:
+            est.fit(X, y)
+        return self
+
+    def predict(self, X, sensitive_features):
+        if self.needs_sensitive_predict:
+            return np.asarray(self.estimator.predict(X, sensitive_features=sensitive_features, random_state=self.seed))
+        return np.asarray(self.estimator.predict(X))
+
+    def score(self, X, sensitive_features):
+        """Scores for AUC: P(y = 1) where the estimator offers it, else the hard prediction."""
+        est = self.estimator
+        if not self.needs_sensitive_predict and hasattr(est, "predict_proba"):
+            try:
+                return np.asarray(est.predict_proba(X))[:, 1]
+            except (AttributeError, NotImplementedError):
+                pass
+        if self.needs_sensitive_predict and hasattr(est, "_pmf_predict"):
+            return np.asarray(est._pmf_predict(X, sensitive_features=sensitive_features))[:, 1]
+        return self.predict(X, sensitive_features).astype(float)
+
+
+def _tree(spec, seed, threads):
+    return Learner(DecisionTreeClassifier(max_depth=spec.max_depth, min_samples_leaf=spec.min_samples_leaf,
+                                          criterion=spec.criterion, random_state=seed))
+
+
+def _logreg(spec, seed, threads):
+    return Learner(make_pipeline(StandardScaler(), LogisticRegression(C=spec.C, max_iter=spec.max_iter)))
+
+
+def _rf(spec, seed, threads):
+    return Learner(RandomForestClassifier(n_estimators=spec.n_estimators, max_depth=spec.max_depth,
+                                          n_jobs=min(spec.n_jobs, threads), random_state=seed))
+
+
+def _xgb(spec, seed, threads):
+    from xgboost import XGBClassifier
+
+    return Learner(XGBClassifier(n_estimators=spec.n_estimators, max_depth=spec.max_depth,
+                                 learning_rate=spec.learning_rate, n_jobs=min(spec.n_jobs, threads),
+                                 random_state=seed, tree_method="hist"))
+
+
+def _hgb(spec, seed, threads):
+    return Learner(HistGradientBoostingClassifier(max_iter=spec.max_iter, max_depth=spec.max_depth,
+                                                  learning_rate=spec.learning_rate, random_state=seed))
+
+
+def _base(spec, seed):
+    if spec.base == "decision_tree":
+        return DecisionTreeClassifier(max_depth=spec.max_depth, random_state=seed)
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+
+
+def _expgrad(spec, seed, threads):
+    from fairlearn.reductions import DemographicParity, EqualizedOdds, ExponentiatedGradient, TruePositiveRateParity
+    from fairlearn.reductions import FalsePositiveRateParity
+
+    # Constraint matched to the evaluated metric (spec 000 §4): FNR gap = TPR gap.
+    cons = {"fnr": TruePositiveRateParity, "tpr": TruePositiveRateParity, "fpr": FalsePositiveRateParity,
+            "equalized_odds": EqualizedOdds, "demographic_parity": DemographicParity}[spec.constraint]
+    est = ExponentiatedGradient(_base(spec, seed), constraints=cons(difference_bound=spec.eps), eps=spec.eps,
+                                max_iter=spec.max_iter)
+    return Learner(est, needs_sensitive_fit=True, seed=seed)
+
+
+def _threshold(spec, seed, threads):
+    from fairlearn.postprocessing import ThresholdOptimizer
+
+    est = ThresholdOptimizer(estimator=_base(spec, seed), constraints=spec.constraint,
+                             objective="accuracy_score", predict_method="predict_proba")
+    return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=True,
+                   carve_validation=spec.validation_size, seed=seed)
+
+
+def _fair_mip(spec, seed, threads):
+    from fairmiss.models.mip_forest import FairMIPForestClassifier
+
+    est = FairMIPForestClassifier(max_depth=spec.max_depth, lambda_=spec.lambda_, fairness=spec.fairness,
+                                  n_trees=spec.n_trees, batch_size=spec.batch_size, time_limit=spec.time_limit,
+                                  threads=threads, random_state=seed)
+    return Learner(est, needs_sensitive_fit=True)
+
+
+LEARNERS = {
+    "decision_tree": _tree, "logistic_regression": _logreg, "random_forest": _rf, "xgboost": _xgb,
+    "hist_gradient_boosting": _hgb, "exponentiated_gradient": _expgrad, "threshold_optimizer": _threshold,
+    "fair_mip_forest": _fair_mip,
+}
+
+
+def make_learner(spec, seed: int, threads: int = 1) -> Learner:
+    try:
+        factory = LEARNERS[spec.kind]
+    except KeyError:
+        raise ValueError(f"unknown learner '{spec.kind}'; known: {sorted(LEARNERS)}") from None
+    return factory(spec, seed, threads)

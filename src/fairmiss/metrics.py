@@ -1,0 +1,146 @@
+"""Fairness and accuracy metrics, built on fairlearn's :class:`~fairlearn.metrics.MetricFrame`.
+
+:func:`evaluate` returns a flat ``{name: float}`` dict ready for tracking:
+
+* ``<metric>`` overall, ``<metric>_group_<g>`` per group, ``<metric>_difference`` (max − min over
+  groups, so more than two groups are supported) and ``<metric>_ratio`` (min / max);
+* ``equalized_odds_difference`` (max of |ΔTPR|, |ΔFPR|), ``equalized_odds_sum`` (|ΔTPR| + |ΔFPR|),
+  ``demographic_parity_difference`` (statistical parity, gap in selection rate);
+* paper 002's table convention as ``fn_share_group_<g>`` / ``fp_share_group_<g>``: false negatives
+  and false positives as shares of *all* members of the group, next to the conditional rates
+  ``fnr`` = FN / (FN + TP) and ``fpr`` = FP / (FP + TN).
+
+Rates undefined for a group (no positives, no negatives, single-class scores for AUC) are NaN
+and logged, never a division-by-zero crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pandas as pd
+from fairlearn.metrics import MetricFrame
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, confusion_matrix, roc_auc_score
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["evaluate", "group_confusion_matrices", "FAIRNESS_METRICS"]
+
+
+def _cm(y, p):
+    return confusion_matrix(y, p, labels=[0, 1]).ravel()  # tn, fp, fn, tp
+
+
+def _rate(num, den):
+    return num / den if den else float("nan")
+
+
+def fpr(y, p):
+    tn, fp, fn, tp = _cm(y, p)
+    return _rate(fp, fp + tn)
+
+
+def fnr(y, p):
+    tn, fp, fn, tp = _cm(y, p)
+    return _rate(fn, fn + tp)
+
+
+def tpr(y, p):
+    tn, fp, fn, tp = _cm(y, p)
+    return _rate(tp, fn + tp)
+
+
+def tnr(y, p):
+    tn, fp, fn, tp = _cm(y, p)
+    return _rate(tn, fp + tn)
+
+
+def fn_share(y, p):
+    tn, fp, fn, tp = _cm(y, p)
+    return _rate(fn, len(y))
+
+
+def fp_share(y, p):
+    tn, fp, fn, tp = _cm(y, p)
+    return _rate(fp, len(y))
+
+
+def selection_rate(y, p):
+    return float(np.mean(p)) if len(p) else float("nan")
+
+
+def error(y, p):
+    return 1.0 - accuracy_score(y, p) if len(y) else float("nan")
+
+
+def balanced_accuracy(y, p):
+    if len(np.unique(y)) < 2:
+        return float("nan")
+    return balanced_accuracy_score(y, p)
+
+
+def auc(y, s):
+    if len(np.unique(y)) < 2:
+        return float("nan")
+    return roc_auc_score(y, s)
+
+
+_PRED_METRICS = {
+    "accuracy": accuracy_score, "balanced_accuracy": balanced_accuracy, "error": error,
+    "fpr": fpr, "fnr": fnr, "tpr": tpr, "tnr": tnr, "selection_rate": selection_rate,
+    "fn_share": fn_share, "fp_share": fp_share,
+}
+
+FAIRNESS_METRICS = ("fnr_difference", "fpr_difference", "equalized_odds_difference",
+                    "demographic_parity_difference", "accuracy_difference")
+
+
+def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, float]:
+    """Overall, per-group, difference and ratio metrics plus the standard fairness gaps."""
+    y_true = np.asarray(y_true).astype(int)
+    y_pred = np.asarray(y_pred).astype(int)
+    group = np.asarray(group)
+    wanted = list(metrics or ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"])
+    needed = set(wanted) | {"fpr", "fnr", "tpr", "selection_rate", "accuracy", "fn_share", "fp_share"}
+    needed.discard("auc")
+    fns = {k: _PRED_METRICS[k] for k in sorted(needed)}
+    out: dict[str, float] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mf = MetricFrame(metrics=fns, y_true=y_true, y_pred=y_pred, sensitive_features=pd.Series(group, name="group"))
+        diff = mf.difference(method="between_groups")
+        ratio = mf.ratio(method="between_groups")
+    for name in fns:
+        out[name] = float(mf.overall[name])
+        for g, v in mf.by_group[name].items():
+            out[f"{name}_group_{g}"] = float(v)
+        out[f"{name}_difference"] = float(diff[name])
+        out[f"{name}_ratio"] = float(ratio[name])
+    if "auc" in wanted and y_score is not None:
+        y_score = np.asarray(y_score, dtype=float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mfa = MetricFrame(metrics={"auc": auc}, y_true=y_true, y_pred=y_score,
+                              sensitive_features=pd.Series(group, name="group"))
+        out["auc"] = float(mfa.overall["auc"])
+        for g, v in mfa.by_group["auc"].items():
+            out[f"auc_group_{g}"] = float(v)
+        out["auc_difference"] = float(mfa.difference(method="between_groups")["auc"])
+    out["equalized_odds_difference"] = float(max(out["tpr_difference"], out["fpr_difference"]))
+    out["equalized_odds_sum"] = float(out["tpr_difference"] + out["fpr_difference"])
+    out["demographic_parity_difference"] = out["selection_rate_difference"]
+    nan = [k for k, v in out.items() if isinstance(v, float) and np.isnan(v)]
+    if nan:
+        logger.warning("undefined metrics (empty or single-class group): %s", nan[:10])
+    return out
+
+
+def group_confusion_matrices(y_true, y_pred, group) -> dict[str, list[list[int]]]:
+    """Per-group 2×2 confusion matrices (rows: true 0/1, columns: predicted 0/1)."""
+    group = np.asarray(group)
+    return {
+        str(g): confusion_matrix(np.asarray(y_true)[group == g], np.asarray(y_pred)[group == g], labels=[0, 1]).tolist()
+        for g in np.unique(group)
+    }

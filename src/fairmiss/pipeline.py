@@ -1,0 +1,277 @@
+"""Pure experiment steps, called by the thin Prefect tasks in ``tasks/``.
+
+``prepare`` (raw → validated processed table) → for each split and missingness spec
+``make_split`` (seeded split + injection + mask check) → for each cell ``fit_evaluate``
+(impute on train only → train → evaluate on test) → ``summarise`` (mean and standard error
+over splits per method). Nothing here talks to Prefect, DVC or MLflow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.pipeline import Pipeline
+
+from fairmiss.config import Cell, ExperimentConfig, missingness_label
+from fairmiss.data import get_variant
+from fairmiss.data.validate import validate_table
+from fairmiss.impute import make_imputer
+from fairmiss.io import atomic_write_json, atomic_write_with
+from fairmiss.learners import make_learner
+from fairmiss.metrics import evaluate, group_confusion_matrices
+from fairmiss.missingness import MissingnessError, check_mask, inject, mask_summary
+from fairmiss.seeds import derive_seed
+from fairmiss.splits import split_indices
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_METRICS = (
+    "accuracy", "balanced_accuracy", "auc", "fnr_difference", "fpr_difference",
+    "equalized_odds_difference", "demographic_parity_difference", "accuracy_difference",
+)
+
+
+def frame_hash(df: pd.DataFrame) -> str:
+    """Content hash of a table (values, column names and dtypes), independent of file format."""
+    h = hashlib.sha256()
+    h.update(",".join(f"{c}:{t}" for c, t in df.dtypes.astype(str).items()).encode())
+    h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class Processed:
+    dataset: str
+    df: pd.DataFrame
+    features: list[str]
+    group: str
+    label: str
+    info: dict
+    data_hash: str
+    docs_index: str | None = None
+
+
+def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed"),
+            docs_dir: Path | None = None, allow_download: bool = True) -> Processed:
+    """Build the processed table from raw files, validate it (GE gate), persist it atomically."""
+    variant = get_variant(dataset_spec.name)
+    df, info = variant.build(raw_dir, allow_download=allow_download, **dataset_spec.options)
+    opts_nondefault = {k: v for k, v in info["options"].items() if variant.options.get(k) != v}
+    report = validate_table(df, variant, docs_dir=docs_dir,
+                            n_rows=None if not opts_nondefault else len(df))
+    h = frame_hash(df)
+    info = {**info, "data_hash": h, "n_expectations": report.n_expectations, "dataset": variant.name}
+    stem = variant.name if not opts_nondefault else f"{variant.name}-{h[:8]}"
+    processed_dir = Path(processed_dir)
+    target = processed_dir / f"{stem}.parquet"
+    meta = processed_dir / f"{stem}.json"
+    old = None
+    if meta.exists():
+        try:
+            import json
+
+            old = json.loads(meta.read_text()).get("data_hash")
+        except ValueError:
+            old = None
+    if old != h or not target.exists():
+        atomic_write_with(target, lambda p: df.to_parquet(p, index=False), suffix=".parquet")
+        atomic_write_json(meta, info)
+    features = list(variant.features)
+    if dataset_spec.group_as_feature:
+        features = [*features, variant.group]
+    return Processed(variant.name, df, features, variant.group, variant.label, info, h,
+                     str(report.docs_index) if report.docs_index else None)
+
+
+@dataclass
+class SplitData:
+    split_index: int
+    missingness: str
+    train_idx: np.ndarray
+    test_idx: np.ndarray
+    X: pd.DataFrame  # masked features, all rows
+    mask_summary: pd.DataFrame
+    seeds: dict
+
+
+def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_spec) -> SplitData:
+    """Seeded split stratified by group × label, then missingness injected and checked.
+
+    Missingness is drawn on the whole table for each split (train and test share the
+    mechanism, as in paper 000's protocol) with a seed derived from (split, missingness name);
+    the split seed depends on the split index only, so every missingness spec, imputer and
+    learner in split ``i`` sees the same rows.
+    """
+    df = data.df
+    y = df[data.label].to_numpy()
+    s = df[data.group].to_numpy()
+    mlabel = missingness_label(miss_spec)
+    seeds = {
+        "split": derive_seed(cfg.seed, "split", split_index),
+        "missingness": derive_seed(cfg.seed, "missingness", mlabel, split_index),
+    }
+    tr, te = split_indices(y, s, test_size=cfg.split.test_size, seed=seeds["split"] % (2**31),
+                           stratify=cfg.split.stratify)
+    X = df[data.features]
+    if any(c in (data.group, data.label) for c in _masked_columns(miss_spec)):
+        raise MissingnessError(f"missingness '{mlabel}' would mask the group or the label")
+    Xm, mask = inject(X, miss_spec, group=s, rng=np.random.default_rng(seeds["missingness"]))
+    problems = check_mask(mask, miss_spec, s, original=X, masked=Xm)
+    if problems:
+        raise MissingnessError(f"missingness '{mlabel}' failed validation: " + "; ".join(problems))
+    all_missing = [c for c in Xm.columns if Xm[c].iloc[tr].isna().all()]
+    if all_missing:
+        logger.warning("split %d, %s: columns entirely missing in train: %s", split_index, mlabel, all_missing)
+    return SplitData(split_index, mlabel, tr, te, Xm, mask_summary(mask, s), seeds)
+
+
+def _masked_columns(spec) -> list[str]:
+    from fairmiss.missingness import resolve
+
+    kw = resolve(spec)
+    if "rates" in kw:
+        return list(kw["rates"])
+    return list(kw.get("columns", []))
+
+
+@dataclass
+class CellResult:
+    key: str
+    method: str
+    split_index: int
+    missingness: str
+    imputer: str
+    learner: str
+    status: str
+    metrics: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+    seeds: dict = field(default_factory=dict)
+    confusion: dict = field(default_factory=dict)
+    mask_summary: pd.DataFrame | None = None
+    model: object = None
+    timings: dict = field(default_factory=dict)
+    error: str | None = None
+
+
+def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
+    """Flattened config of one cell (what MLflow records as params)."""
+    p = {
+        "experiment": cfg.experiment, "seed": cfg.seed, "dataset": cfg.dataset.name,
+        "group_as_feature": cfg.dataset.group_as_feature, "split.index": cell.split_index,
+        "split.test_size": cfg.split.test_size, "split.stratify": cfg.split.stratify,
+        "missingness": missingness_label(cell.missingness), "imputer": cell.imputer.label,
+        "learner": cell.learner.label,
+    }
+    for prefix, spec in (("missingness", cell.missingness), ("imputer", cell.imputer), ("learner", cell.learner)):
+        for k, v in _flatten(spec.model_dump(mode="json", by_alias=True)).items():
+            p[f"{prefix}.{k}"] = v
+    for k, v in _flatten(cfg.dataset.options).items():
+        p[f"dataset.options.{k}"] = v
+    return p
+
+
+def _flatten(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: SplitData, *, threads: int = 1) -> CellResult:
+    """Impute (fit on train only) → train → evaluate on test. Failures are captured, not raised."""
+    res = CellResult(
+        key=cell.key, method=cell.method, split_index=cell.split_index,
+        missingness=split.missingness, imputer=cell.imputer.label, learner=cell.learner.label,
+        status="running", params=cell_params(cfg, cell), mask_summary=split.mask_summary,
+    )
+    seeds = {**split.seeds,
+             "imputer": derive_seed(cfg.seed, "imputer", cell.imputer.label, cell.split_index),
+             "learner": derive_seed(cfg.seed, "learner", cell.learner.label, cell.split_index)}
+    res.seeds = seeds
+    df = data.df
+    y = df[data.label].to_numpy()
+    s = df[data.group].to_numpy()
+    X = split.X.to_numpy(dtype=float)
+    tr, te = split.train_idx, split.test_idx
+    try:
+        if len(np.unique(y[tr])) < 2:
+            raise ValueError(f"single-class labels in the training split ({np.unique(y[tr]).tolist()})")
+        t0 = time.perf_counter()
+        imputer = make_imputer(cell.imputer, seeds["imputer"] % (2**31))
+        Xtr, Xte = X[tr], X[te]
+        if imputer is not None:
+            Xtr = imputer.fit_transform(Xtr)
+            Xte = imputer.transform(Xte)
+        t1 = time.perf_counter()
+        learner = make_learner(cell.learner, seeds["learner"] % (2**31), threads=threads)
+        learner.fit(Xtr, y[tr], s[tr])
+        t2 = time.perf_counter()
+        pred = learner.predict(Xte, s[te])
+        score = learner.score(Xte, s[te])
+        res.metrics = evaluate(y[te], pred, s[te], y_score=score, metrics=cfg.metrics)
+        res.metrics["n_train"] = float(len(tr))
+        res.metrics["n_test"] = float(len(te))
+        res.confusion = group_confusion_matrices(y[te], pred, s[te])
+        steps = ([("impute", imputer)] if imputer is not None else []) + [("learner", learner.estimator)]
+        res.model = Pipeline(steps) if not learner.needs_sensitive_predict else learner.estimator
+        res.timings = {"impute_seconds": t1 - t0, "fit_seconds": t2 - t1, "predict_seconds": time.perf_counter() - t2}
+        res.status = "ok"
+    except Exception as exc:  # captured so one failing cell does not kill the sweep
+        logger.error("cell %s failed: %s", cell.key, exc)
+        res.status = "failed"
+        res.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+    return res
+
+
+def summarise(results: list[CellResult]) -> dict:
+    """Per missingness × method: mean and standard error over splits of the headline metrics."""
+    rows = [
+        {"missingness": r.missingness, "method": r.method, **{k: r.metrics.get(k, math.nan) for k in SUMMARY_METRICS}}
+        for r in results if r.status == "ok"
+    ]
+    out: dict = {}
+    if not rows:
+        return out
+    df = pd.DataFrame(rows)
+    for (miss, method), g in df.groupby(["missingness", "method"], sort=True):
+        entry = {"n_splits": int(len(g))}
+        for k in SUMMARY_METRICS:
+            v = g[k].to_numpy(dtype=float)
+            v = v[~np.isnan(v)]
+            entry[f"{k}_mean"] = round(float(v.mean()), 10) if len(v) else None
+            entry[f"{k}_se"] = round(float(v.std(ddof=1) / np.sqrt(len(v))), 10) if len(v) > 1 else None
+        out.setdefault(miss, {})[method] = entry
+    return out
+
+
+def cells_table(results: list[CellResult]) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"key": r.key, "split": r.split_index, "missingness": r.missingness, "imputer": r.imputer,
+         "learner": r.learner, "status": r.status, **{k: r.metrics.get(k) for k in SUMMARY_METRICS}}
+        for r in results
+    ])
+
+
+def format_table(summary: dict, fairness_metric: str) -> str:
+    lines = []
+    for miss, methods in summary.items():
+        lines.append(f"missingness: {miss}")
+        lines.append(f"  {'method':40s} {'accuracy':>16s} {'bal.acc':>16s} {fairness_metric:>24s}")
+        for m, e in methods.items():
+            def f(k):
+                mean, se = e.get(f"{k}_mean"), e.get(f"{k}_se")
+                return "n/a" if mean is None else f"{mean:.3f} ± {se or 0:.3f}"
+            lines.append(f"  {m:40s} {f('accuracy'):>16s} {f('balanced_accuracy'):>16s} {f(fairness_metric):>24s}")
+    return "\n".join(lines)

@@ -1,0 +1,217 @@
+"""The only module that talks to MLflow.
+
+Layout of a tracked experiment: one MLflow experiment per config ``experiment`` name; per
+invocation one *parent* run (config, data hashes, summary metrics, Data Docs, the summary
+table) and one *child* run per cell (``tags.mlflow.parentRunId``), holding the cell's
+flattened config as params, its metrics, tags (git commit, fairmiss version, raw and
+processed data hashes, dataset variant), the fitted model as an MLflow model with signature,
+and artifacts (per-group confusion matrices, the missingness mask summary).
+
+Default store: ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlruns/artifacts`` (MLflow
+3.17 refuses the plain file store). ``MLFLOW_TRACKING_URI`` or the config's ``tracking.uri``
+override it (a team points this at an MLflow server). Runs are logged from one thread (the
+flow's), so the SQLite store has a single writer per process; SQLite's own locking plus
+MLflow's retries cover several processes sharing a store.
+
+Every run that is started is ended: FINISHED on success, FAILED with an ``error`` tag and an
+``error.txt`` artifact otherwise (also when the process is interrupted inside a ``with``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import mlflow
+import numpy as np
+from mlflow.tracking import MlflowClient
+
+import fairmiss
+
+logger = logging.getLogger(__name__)
+# MLflow warns on every cloudpickle model and on a venv without pip; both are expected here.
+for _name in ("mlflow.sklearn", "mlflow.utils.environment"):
+    logging.getLogger(_name).setLevel(logging.ERROR)
+
+DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
+DEFAULT_ARTIFACT_ROOT = Path("mlruns/artifacts")
+
+__all__ = ["Tracker", "resolve_uri", "git_commit", "DEFAULT_URI"]
+
+
+def resolve_uri(configured: str | None = None) -> str:
+    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        db = Path(uri[len("sqlite:///"):])
+        db.parent.mkdir(parents=True, exist_ok=True)
+    return uri
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _metric_name(k: str) -> str:
+    """MLflow allows alphanumerics and ``_ - . space : /`` in metric names: ``+`` becomes ``__``."""
+    return re.sub(r"[^A-Za-z0-9_\-. :/]", "_", k.replace("+", "__"))
+
+
+@functools.lru_cache(maxsize=1)
+def _requirements() -> list[str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    reqs = []
+    for pkg in ("scikit-learn", "numpy", "pandas", "cloudpickle", "fairlearn", "xgboost-cpu", "pyomo", "highspy"):
+        try:
+            reqs.append(f"{pkg}=={version(pkg)}")
+        except PackageNotFoundError:
+            pass
+    return reqs
+
+
+def _clean(v):
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
+
+
+class Tracker:
+    """Thin wrapper over :class:`MlflowClient` with explicit run ids (no thread-local state)."""
+
+    def __init__(self, uri: str | None = None, experiment_name: str = "fairmiss"):
+        self.uri = resolve_uri(uri)
+        mlflow.set_tracking_uri(self.uri)
+        self.client = MlflowClient(self.uri)
+        exp = self.client.get_experiment_by_name(experiment_name)
+        if exp is None:
+            loc = None
+            if self.uri.startswith("sqlite:"):
+                loc = (DEFAULT_ARTIFACT_ROOT.resolve() / experiment_name).as_uri()
+            exp_id = self.client.create_experiment(experiment_name, artifact_location=loc)
+        else:
+            exp_id = exp.experiment_id
+        self.experiment_id = exp_id
+        self.experiment_name = experiment_name
+
+    # ------------------------------------------------------------------ runs
+    def start_run(self, run_name: str, *, parent_id: str | None = None, tags: dict | None = None) -> str:
+        t = {k: str(v) for k, v in (tags or {}).items()}
+        t.setdefault("fairmiss.version", fairmiss.__version__)
+        t.setdefault("git.commit", git_commit())
+        if parent_id:
+            t["mlflow.parentRunId"] = parent_id
+        run = self.client.create_run(self.experiment_id, run_name=run_name, tags=t)
+        return run.info.run_id
+
+    def end_run(self, run_id: str, *, error: str | None = None) -> None:
+        if error:
+            with contextlib.suppress(Exception):
+                self.client.set_tag(run_id, "error", error[:4900])
+                self.log_text(run_id, error, "error.txt")
+            self.client.set_terminated(run_id, status="FAILED")
+        else:
+            self.client.set_terminated(run_id, status="FINISHED")
+
+    @contextlib.contextmanager
+    def run(self, run_name: str, **kw):
+        run_id = self.start_run(run_name, **kw)
+        try:
+            yield run_id
+        except BaseException as exc:
+            self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
+            raise
+        else:
+            self.end_run(run_id)
+
+    # ------------------------------------------------------------------ logging
+    def log_params(self, run_id: str, params: dict) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i : i + 100])
+
+    def log_metrics(self, run_id: str, metrics: dict, step: int = 0) -> None:
+        from mlflow.entities import Metric
+
+        ts = 0  # fixed timestamp: the store's content does not depend on wall time
+        items = [Metric(_metric_name(k), float(v), ts, step) for k, v in sorted(metrics.items())
+                 if v is not None and np.isfinite(float(v))]
+        for i in range(0, len(items), 500):
+            self.client.log_batch(run_id, metrics=items[i : i + 500])
+
+    def set_tags(self, run_id: str, tags: dict) -> None:
+        from mlflow.entities import RunTag
+
+        self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
+        self.client.log_text(run_id, text, artifact_file)
+
+    def log_dict(self, run_id: str, obj, artifact_file: str) -> None:
+        self.client.log_text(run_id, json.dumps(obj, indent=2, sort_keys=True, default=_clean), artifact_file)
+
+    def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
+        p = Path(path)
+        if p.is_dir():
+            self.client.log_artifacts(run_id, str(p), artifact_path)
+        else:
+            self.client.log_artifact(run_id, str(p), artifact_path)
+
+    def log_model(self, run_id: str, model, X_example, name: str = "model") -> None:
+        """Log a fitted scikit-learn compatible model with an input/output signature."""
+        from mlflow.models import infer_signature
+
+        X_example = np.asarray(X_example, dtype=float)[:20]
+        try:
+            pred = np.asarray(model.predict(X_example))
+        except TypeError:  # post-processors that need sensitive features at predict time
+            pred = None
+        signature = infer_signature(X_example, pred) if pred is not None else infer_signature(X_example)
+        with mlflow.start_run(run_id=run_id, nested=True):
+            # Explicit requirements: MLflow's inference loads the model in a subprocess (~12 s a model).
+            mlflow.sklearn.log_model(model, name=name, signature=signature, input_example=X_example[:3],
+                                     serialization_format="cloudpickle", pip_requirements=_requirements())
+
+    def log_cell(self, parent_id: str, result, *, tags: dict, log_model: bool, X_example=None) -> str:
+        """One child run for one cell: params, metrics, tags, artifacts, model."""
+        run_id = self.start_run(result.key, parent_id=parent_id,
+                                tags={**tags, "cell.key": result.key, "cell.method": result.method,
+                                      "cell.status": result.status})
+        try:
+            self.log_params(run_id, result.params)
+            self.log_metrics(run_id, {**result.metrics, **result.timings})
+            self.set_tags(run_id, {f"seed.{k}": v for k, v in result.seeds.items()})
+            if result.confusion:
+                self.log_dict(run_id, result.confusion, "confusion_matrices.json")
+            if result.mask_summary is not None:
+                self.log_text(run_id, result.mask_summary.to_csv(index=False), "missingness_mask_summary.csv")
+            if result.status == "ok" and log_model and result.model is not None and X_example is not None:
+                self.log_model(run_id, result.model, X_example)
+        except BaseException as exc:
+            self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
+            raise
+        self.end_run(run_id, error=result.error if result.status != "ok" else None)
+        return run_id
+
+    # ------------------------------------------------------------------ reading back
+    def child_runs(self, parent_id: str):
+        return self.client.search_runs([self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'",
+                                       max_results=10000)
+
+
+def tempdir():
+    return tempfile.TemporaryDirectory(prefix="fairmiss-")

@@ -1,0 +1,1 @@
+"""Thin Prefect tasks: each calls one library function from :mod:`fairmiss`."""
