@@ -41,7 +41,6 @@ for _name in ("mlflow.sklearn", "mlflow.utils.environment"):
     logging.getLogger(_name).setLevel(logging.ERROR)
 
 DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
-DEFAULT_ARTIFACT_ROOT = Path("mlruns/artifacts")
 
 __all__ = ["Tracker", "resolve_uri", "git_commit", "DEFAULT_URI"]
 
@@ -98,8 +97,10 @@ class Tracker:
         exp = self.client.get_experiment_by_name(experiment_name)
         if exp is None:
             loc = None
-            if self.uri.startswith("sqlite:"):
-                loc = (DEFAULT_ARTIFACT_ROOT.resolve() / experiment_name).as_uri()
+            if self.uri.startswith("sqlite:///"):
+                # artifacts beside the database: sqlite:///mlruns/mlflow.db -> mlruns/artifacts/<experiment>
+                db = Path(self.uri[len("sqlite:///"):])
+                loc = (db.resolve().parent / "artifacts" / experiment_name).as_uri()
             exp_id = self.client.create_experiment(experiment_name, artifact_location=loc)
         else:
             exp_id = exp.experiment_id

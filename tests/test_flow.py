@@ -1,0 +1,115 @@
+"""End to end: the Prefect flow on the local ephemeral server, runs in MLflow, read back through
+a real ``mlflow server`` started on 127.0.0.1, and determinism of the results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import requests
+from conftest import ROOT, free_port, small_config, wait_http
+
+from flows.experiment import run_experiment
+
+
+@pytest.fixture(scope="module")
+def flow_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("flow")
+    cfg = small_config(tmp)
+    out = run_experiment(cfg, results_dir=str(tmp / "results"), processed_dir=str(tmp / "processed"))
+    return tmp, cfg, out
+
+
+def test_flow_completes_and_writes_results(flow_run):
+    tmp, cfg, out = flow_run
+    assert out["failed"] == []
+    m = json.loads((tmp / "results" / "compas_small" / "metrics.json").read_text())
+    assert m["n_cells"] == 4 and m["n_failed"] == 0
+    methods = m["summary"]["table3"]
+    assert set(methods) == {"mean+tree_d3", "knn+tree_d3"}
+    for e in methods.values():
+        assert 0.55 < e["accuracy_mean"] < 0.75
+        assert e["n_splits"] == 2
+    assert (tmp / "processed" / "compas_000.parquet").exists()
+
+
+def test_prefect_flow_run_state_completed(flow_run):
+    from prefect import get_client
+
+    tmp, cfg, out = flow_run
+    import asyncio
+
+    async def states():
+        async with get_client() as c:
+            runs = await c.read_flow_runs()
+            return [r.state.type.value for r in runs if r.name and r.flow_id]
+    # the ephemeral API is reachable after the flow; at least one completed flow run exists
+    assert "COMPLETED" in asyncio.run(states())
+
+
+def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
+    from mlflow.tracking import MlflowClient
+
+    tmp, cfg, out = flow_run
+    client = MlflowClient(out["tracking_uri"])
+    parent = client.get_run(out["parent_run_id"])
+    assert parent.info.status == "FINISHED"
+    exp_id = parent.info.experiment_id
+    kids = client.search_runs([exp_id], f"tags.mlflow.parentRunId = '{out['parent_run_id']}'")
+    assert len(kids) == 4
+    for r in kids:
+        assert r.info.status == "FINISHED"
+        assert r.data.params["dataset"] == "compas_000"
+        assert r.data.params["learner.max_depth"] == "3"
+        assert r.data.params["missingness.preset"] == "000_table3_compas"
+        assert {"accuracy", "fnr_difference", "fpr_group_0", "equalized_odds_difference"} <= set(r.data.metrics)
+        t = r.data.tags
+        assert t["dataset"] == "compas_000" and len(t["data.processed_hash"]) == 16
+        assert t["data.raw_sha256.compas-scores-two-years.csv"].startswith("c451db85")
+        assert "git.commit" in t and t["fairmiss.version"]
+        arts = {a.path for a in client.list_artifacts(r.info.run_id)}
+        assert {"confusion_matrices.json", "missingness_mask_summary.csv"} <= arts
+    # the model round-trips through MLflow and predicts like the cell did
+    import mlflow.sklearn
+    import pandas as pd
+
+    models = client.search_logged_models([exp_id])
+    assert len(models) == 4
+    model = mlflow.sklearn.load_model(models[0].model_uri)
+    X = pd.read_parquet(tmp / "processed" / "compas_000.parquet").drop(columns=["race", "two_year_recid"])
+    assert set(model.predict(X.to_numpy(dtype=float)[:50])) <= {0, 1}
+
+
+def test_runs_visible_through_mlflow_server_rest_api(flow_run):
+    tmp, cfg, out = flow_run
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", out["tracking_uri"], "--host", "127.0.0.1",
+         "--port", str(port), "--workers", "1"],
+        cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ},
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_http(base + "/health", timeout=120, proc=proc)
+        exp = requests.get(base + "/api/2.0/mlflow/experiments/get-by-name",
+                           params={"experiment_name": "compas_small"}, timeout=10).json()["experiment"]
+        runs = requests.post(base + "/api/2.0/mlflow/runs/search",
+                             json={"experiment_ids": [exp["experiment_id"]], "max_results": 100}, timeout=10).json()["runs"]
+        names = {r["info"]["run_name"] for r in runs}
+        assert "split0/table3/mean/tree_d3" in names and "compas_small" in names
+        assert all(r["info"]["status"] == "FINISHED" for r in runs)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_same_config_same_metrics(flow_run, tmp_path):
+    tmp, cfg, out = flow_run
+    out2 = run_experiment(cfg, results_dir=str(tmp_path / "results"), processed_dir=str(tmp / "processed"))
+    a = (tmp / "results" / "compas_small" / "metrics.json").read_bytes()
+    b = (tmp_path / "results" / "compas_small" / "metrics.json").read_bytes()
+    assert a == b
+    assert out2["parent_run_id"] != out["parent_run_id"]
