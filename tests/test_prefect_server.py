@@ -1,0 +1,59 @@
+"""A real Prefect API server on 127.0.0.1 (guards the Prefect/FastAPI pin), and the experiment
+flow reporting to it: the flow run must reach COMPLETED in the server's database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import ROOT, free_port, small_config, wait_http
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    home = tmp_path_factory.mktemp("prefect_home")
+    port = free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_SERVER_UI_ENABLED": "false"}
+    log = open(home / "server.log", "w")
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
+                             "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    api = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_http(api + "/health", timeout=180, proc=proc)
+    except Exception:
+        proc.terminate()
+        raise RuntimeError((home / "server.log").read_text()[-3000:]) from None
+    yield api, env
+    proc.terminate()
+    proc.wait(30)
+    log.close()
+
+
+def test_server_health_and_version(prefect_server):
+    api, _ = prefect_server
+    assert requests.get(api + "/health", timeout=10).json() is True
+    assert requests.get(api + "/admin/version", timeout=10).json().startswith("3.8")
+
+
+def test_flow_run_completed_on_server(prefect_server, tmp_path):
+    api, env = prefect_server
+    cfg = small_config(tmp_path, split={"n_splits": 1}, imputers=[{"kind": "mean"}])
+    r = subprocess.run([sys.executable, "-m", "flows.experiment", "--config", str(cfg), "--results-dir",
+                        str(tmp_path / "results"), "--processed-dir", str(tmp_path / "processed")],
+                       cwd=ROOT, env={**env, "PREFECT_API_URL": api}, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    runs = requests.post(api + "/flow_runs/filter", json={"limit": 50}, timeout=10).json()
+    mine = [x for x in runs if x["state_type"] == "COMPLETED"]
+    assert mine, runs
+    flows = {f["id"]: f["name"] for f in requests.post(api + "/flows/filter", json={}, timeout=10).json()}
+    assert "fairmiss-experiment" in {flows[x["flow_id"]] for x in mine}
+    tasks = requests.post(api + "/task_runs/filter", json={"limit": 200}, timeout=10).json()
+    names = {t["name"].rsplit("-", 1)[0] for t in tasks if t["state_type"] == "COMPLETED"}
+    assert {"acquire-raw", "prepare-and-validate", "split-and-inject", "impute-train-evaluate"} <= names
