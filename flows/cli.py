@@ -1,6 +1,7 @@
 """``fairmiss`` command line.
 
     fairmiss run [CONFIG]      run an experiment (default: params/compas_default.yaml)
+    fairmiss study NAME        run a paper study from params/studies/ (--quick: small version)
     fairmiss ingest DATASET    fetch and verify raw files (official URL or FAIRMISS_DATA_MIRROR)
     fairmiss datasets          list dataset variants, raw-file status and how to get missing files
     fairmiss validate CONFIG   check a config file without running anything
@@ -36,11 +37,41 @@ def run_guarded(fn) -> int:
     return 0
 
 
+STUDIES_DIR = "params/studies"
+
+
+def _study_path(name: str):
+    from pathlib import Path
+
+    p = Path(STUDIES_DIR) / f"{name}.yaml"
+    if not p.exists():
+        known = sorted(x.stem for x in Path(STUDIES_DIR).glob("*.yaml"))
+        raise ConfigError(f"{p}: no such study '{name}'; known studies: {', '.join(known)}")
+    return p
+
+
+def _cmd_study(args) -> int:
+    if args.name == "list":
+        from pathlib import Path
+
+        for p in sorted(Path(STUDIES_DIR).glob("*.yaml")):
+            cfg = load_config(p)
+            print(f"{p.stem:28s} {len(cfg.cells()):5d} cells  {cfg.description.strip().splitlines()[0] if cfg.description else ''}")
+        return 0
+    try:
+        args.config = str(_study_path(args.name))
+    except ConfigError as exc:
+        print(f"fairmiss: error: {exc}", file=sys.stderr)
+        return 2
+    return _cmd_run(args)
+
+
 def _cmd_run(args) -> int:
     from flows.experiment import run_experiment
 
     def go():
-        out = run_experiment(args.config, results_dir=args.results_dir, processed_dir=args.processed_dir)
+        out = run_experiment(args.config, quick=getattr(args, "quick", False), results_dir=args.results_dir,
+                             processed_dir=args.processed_dir)
         print(out["table"])
         print(f"\nresults: {out['results_dir']}/metrics.json   MLflow: {out['tracking_uri']} "
               f"(parent run {out['parent_run_id']}; open with `fairmiss ui`)")
@@ -112,7 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", nargs="?", default="params/compas_default.yaml")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
+    p.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides (small version)")
     p.set_defaults(fn=_cmd_run)
+    p = sub.add_parser("study", help="run a paper study from params/studies/ ('list' to list them)")
+    p.add_argument("name")
+    p.add_argument("--quick", action="store_true", help="small version (the study's `quick:` overrides)")
+    p.add_argument("--results-dir", default="results")
+    p.add_argument("--processed-dir", default="processed")
+    p.set_defaults(fn=_cmd_study)
     p = sub.add_parser("ingest", help="fetch and verify a dataset's raw files ('all' for every dataset)")
     p.add_argument("dataset")
     p.add_argument("--raw-dir", default=None)

@@ -41,9 +41,9 @@ def _task_runner(cfg: ExperimentConfig):
 
 @flow(name="fairmiss-experiment")
 def experiment_flow(config_path: str, results_dir: str = "results", processed_dir: str = "processed",
-                    raw_dir: str | None = None) -> dict:
+                    raw_dir: str | None = None, quick: bool = False) -> dict:
     log = get_run_logger()
-    cfg = load_config(config_path)
+    cfg = load_config(config_path, quick=quick)
     out_dir = Path(results_dir) / cfg.experiment
     acquire_task(cfg.dataset.name, raw_dir)
     data = prepare_task(cfg.dataset, raw_dir, processed_dir, str(Path("reports") / "datadocs" / cfg.dataset.name))
@@ -101,10 +101,10 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
             "results_dir": str(out_dir), "failed": failed}
 
 
-def run_experiment(config_path: str | Path, **kw) -> dict:
+def run_experiment(config_path: str | Path, *, quick: bool = False, **kw) -> dict:
     """Validate the config first (clear error, nothing started), then run the flow."""
-    cfg = load_config(config_path)
-    return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), **kw)
+    cfg = load_config(config_path, quick=quick)
+    return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), quick=quick, **kw)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,10 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", default="params/compas_default.yaml")
     ap.add_argument("--results-dir", default="results")
     ap.add_argument("--processed-dir", default="processed")
+    ap.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides")
     args = ap.parse_args(argv)
     from flows.cli import run_guarded
 
-    return run_guarded(lambda: run_experiment(args.config, results_dir=args.results_dir,
+    return run_guarded(lambda: run_experiment(args.config, quick=args.quick, results_dir=args.results_dir,
                                               processed_dir=args.processed_dir))
 
 

@@ -154,6 +154,8 @@ ImputerSpec = Annotated[
 # --------------------------------------------------------------------------- learners
 class _LearnerBase(_Strict):
     name: str | None = None
+    #: restrict this learner to the named imputers (labels); None pairs it with every imputer
+    imputers: list[str] | None = None
 
     @property
     def label(self) -> str:
@@ -223,16 +225,30 @@ class FairMIPForestSpec(_LearnerBase):
     kind: Literal["fair_mip_forest"] = "fair_mip_forest"
     max_depth: Annotated[int, Field(ge=1, le=4)] = 3
     lambda_: Annotated[float, Field(ge=0, alias="lambda")] = 0.1
-    fairness: Literal["none", "acc", "fpr", "fnr", "eo"] = "fnr"
+    fairness: Literal["none", "accuracy", "fpr", "fnr", "equalized_odds"] = "fnr"
+    eo_weight: Annotated[float, Field(ge=0)] = 1.0
     n_trees: Annotated[int, Field(ge=1)] = 30
     batch_size: Annotated[int, Field(ge=4)] = 200
     time_limit: Annotated[float, Field(gt=0)] = 10.0
+    warm_start: Literal["previous", "cart", "best", "none"] = "best"
+    stratify_batches: bool = True
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class EqualityConstrainedSpec(_LearnerBase):
+    """Paper 003's post-hoc leaf adjustment on a tree ensemble, reference set = training split."""
+
+    kind: Literal["equality_constrained"] = "equality_constrained"
+    base: Literal["random_forest", "decision_tree", "xgboost"] = "random_forest"
+    n_estimators: Annotated[int, Field(ge=1)] = 100
+    max_depth: Annotated[int, Field(ge=1)] | None = None
+    mode: Literal["compressed", "explicit"] = "explicit"
+    bounds: tuple[float, float] | None = None
 
 
 LearnerSpec = Annotated[
     DecisionTreeSpec | LogisticRegressionSpec | RandomForestSpec | XGBoostSpec | HistGBSpec
-    | ExponentiatedGradientSpec | ThresholdOptimizerSpec | FairMIPForestSpec,
+    | ExponentiatedGradientSpec | ThresholdOptimizerSpec | FairMIPForestSpec | EqualityConstrainedSpec,
     Field(discriminator="kind"),
 ]
 
@@ -282,12 +298,19 @@ class ExperimentConfig(_Strict):
             raise ValueError(f"duplicate names {sorted(dup)}: give each entry a distinct 'name'")
         return v
 
+    quick: dict[str, Any] | None = None  # overrides applied by `--quick` (e.g. fewer splits)
+
     @model_validator(mode="after")
     def _compatible(self):
+        labels = {imp.label for imp in self.imputers}
+        for ln in self.learners:
+            unknown = set(ln.imputers or []) - labels
+            if unknown:
+                raise ValueError(f"learner '{ln.label}' names unknown imputer(s) {sorted(unknown)}; imputers: {sorted(labels)}")
         bad = [
             f"imputer 'none' with learner '{ln.label}'"
             for imp in self.imputers if imp.kind == "none"
-            for ln in self.learners if ln.kind not in NATIVE_MISSING
+            for ln in self.learners if ln.kind not in NATIVE_MISSING and _pairs(ln, imp)
         ]
         if bad:
             raise ValueError(
@@ -305,8 +328,13 @@ class ExperimentConfig(_Strict):
         for split_idx, miss, imp, ln in itertools.product(
             range(self.split.n_splits), self.missingness, self.imputers, self.learners
         ):
-            out.append(Cell(split_idx, miss, imp, ln))
+            if _pairs(ln, imp):
+                out.append(Cell(split_idx, miss, imp, ln))
         return out
+
+
+def _pairs(learner, imputer) -> bool:
+    return learner.imputers is None or imputer.label in learner.imputers
 
 
 def missingness_label(m) -> str:
@@ -362,7 +390,15 @@ def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
     return cfg
 
 
-def load_config(path: str | Path) -> ExperimentConfig:
+def _deep_merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_config(path: str | Path, *, quick: bool = False) -> ExperimentConfig:
+    """Load and validate a config; ``quick=True`` applies its ``quick:`` overrides (a small version)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
@@ -370,4 +406,10 @@ def load_config(path: str | Path) -> ExperimentConfig:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if quick and isinstance(data, dict):
+        over = data.get("quick") or {}
+        if not isinstance(over, dict):
+            raise ConfigError(f"{path}: quick: must be a mapping of overrides")
+        data = _deep_merge(data, over)
+        data["experiment"] = f"{data.get('experiment', 'x')}-quick"
     return parse_config(data, path)

@@ -129,15 +129,54 @@ def _fair_mip(spec, seed, threads):
     from fairmiss.models.mip_forest import FairMIPForestClassifier
 
     est = FairMIPForestClassifier(max_depth=spec.max_depth, lambda_=spec.lambda_, fairness=spec.fairness,
-                                  n_trees=spec.n_trees, batch_size=spec.batch_size, time_limit=spec.time_limit,
+                                  eo_weight=spec.eo_weight, n_trees=spec.n_trees, batch_size=spec.batch_size,
+                                  time_limit=spec.time_limit, stratify_batches=spec.stratify_batches,
+                                  warm_start=None if spec.warm_start == "none" else spec.warm_start,
                                   threads=threads, random_state=seed)
     return Learner(est, needs_sensitive_fit=True)
+
+
+def _eqtree(spec, seed, threads):
+    from fairmiss.models.eqtree import EqualityConstrainedTrees
+
+    if spec.base == "random_forest":
+        base = RandomForestClassifier(n_estimators=spec.n_estimators, max_depth=spec.max_depth, n_jobs=threads,
+                                      random_state=seed)
+    elif spec.base == "decision_tree":
+        base = DecisionTreeClassifier(max_depth=spec.max_depth, random_state=seed)
+    else:
+        from xgboost import XGBClassifier
+
+        base = XGBClassifier(n_estimators=spec.n_estimators, max_depth=spec.max_depth or 3, n_jobs=threads,
+                             random_state=seed)
+    return Learner(_FitThenEqualise(base, EqualityConstrainedTrees(mode=spec.mode, bounds=spec.bounds)),
+                   needs_sensitive_fit=True)
+
+
+class _FitThenEqualise:
+    """Fit a tree model, then equalise group means of its scores on the training split (003)."""
+
+    def __init__(self, base, post):
+        self.base = base
+        self.post = post
+
+    def fit(self, X, y, sensitive_features):
+        self.base.fit(X, y)
+        self.post.set_params(estimator=self.base)
+        self.post.fit(X, sensitive_features=sensitive_features)
+        return self
+
+    def predict_proba(self, X):
+        return self.post.predict_proba(X)
+
+    def predict(self, X):
+        return (np.asarray(self.predict_proba(X))[:, 1] >= 0.5).astype(int)
 
 
 LEARNERS = {
     "decision_tree": _tree, "logistic_regression": _logreg, "random_forest": _rf, "xgboost": _xgb,
     "hist_gradient_boosting": _hgb, "exponentiated_gradient": _expgrad, "threshold_optimizer": _threshold,
-    "fair_mip_forest": _fair_mip,
+    "fair_mip_forest": _fair_mip, "equality_constrained": _eqtree,
 }
 
 

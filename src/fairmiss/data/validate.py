@@ -93,6 +93,9 @@ def validate_table(
     with tempfile.TemporaryDirectory(prefix="fairmiss-gx-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ctx = gx.get_context(mode="file", project_root_dir=tmp)
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        ctx.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
         ds = ctx.data_sources.add_pandas(name="fairmiss")
         asset = ds.add_dataframe_asset(name=variant.name)
         batch_def = asset.add_batch_definition_whole_dataframe("processed")
