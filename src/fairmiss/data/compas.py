@@ -121,3 +121,239 @@ COMPAS_000 = register(
         options={"balance": True, "balance_seed": 0},
     )
 )
+
+
+# --------------------------------------------------------------------------------------
+# Variants of papers 002, 003 and 004 (appended; compas_000 above is unchanged).
+# --------------------------------------------------------------------------------------
+
+def _require(df: pd.DataFrame, path: Path, cols: list[str], numeric: bool = False) -> None:
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise DatasetError(f"{path}: missing required column(s) {missing}")
+    if numeric:
+        for col in cols:
+            if not pd.api.types.is_numeric_dtype(df[col]):
+                raise DatasetError(f"{path}: column '{col}' is not numeric (dtype {df[col].dtype})")
+
+
+def _check_race(df: pd.DataFrame, path: Path) -> None:
+    """The group column must be fully observed and hold ProPublica's race labels."""
+    race = df["race"]
+    if race.isna().all():
+        raise DatasetError(f"{path}: group column 'race' is all missing")
+    if race.isna().any():
+        raise DatasetError(f"{path}: group column 'race' has {int(race.isna().sum())} missing value(s)")
+    bad = sorted(set(race.unique()) - set(RACES))
+    if bad:
+        raise DatasetError(f"{path}: group column 'race' has unknown category code(s) {bad[:5]}")
+
+
+def _zscore(x: pd.Series) -> pd.Series:
+    x = x.astype("float64")
+    sd = x.std(ddof=0)
+    return (x - x.mean()) / (sd if sd > 0 else 1.0)
+
+
+# ---- 002: OG / SOG (spec 002 §2.3) -----------------------------------------------------
+BASE_002 = ["juv_fel_count", "juv_misd_count", "juv_other_count", "priors_count", "sex", "age"]
+
+
+def _interaction_names() -> list[str]:
+    from itertools import combinations
+
+    names = ["const"]
+    for k in range(1, len(BASE_002) + 1):
+        names += ["*".join(c) for c in combinations(BASE_002, k)]
+    return names
+
+
+FEATURES_002 = {n: ("binary" if n == "sex" else "numeric") for n in _interaction_names()}
+
+
+def _build_002(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
+    path = paths[COMPAS_RAW.filename]
+    raw = read_compas(path)
+    _require(raw, path, ["juv_fel_count", "juv_misd_count", "juv_other_count", "age"], numeric=True)
+    _check_race(raw, path)
+    info = {"rows_raw": len(raw)}
+    df = propublica_filter(raw) if opts["filter"] == "propublica" else raw
+    if opts["filter"] not in ("propublica", "none"):
+        raise DatasetError(f"compas_002: option 'filter' must be 'propublica' or 'none', got {opts['filter']!r}")
+    info["rows_filtered"] = len(df)
+    base = pd.DataFrame({c: df[c].astype("float64") for c in BASE_002 if c != "sex"}, index=df.index)
+    base["sex"] = (df["sex"] == "Male").astype("float64")
+    out = pd.DataFrame(index=df.index)
+    for name in FEATURES_002:
+        if name == "const":
+            out[name] = 1.0
+            continue
+        prod = np.prod([base[c].to_numpy() for c in name.split("*")], axis=0)
+        out[name] = prod
+    if opts["standardize"]:  # every product column except the constant and the binary main effect
+        for name in out.columns:
+            if name not in ("const", "sex"):
+                out[name] = _zscore(out[name])
+    out["sex"] = out["sex"].astype("int64")
+    out["race"] = (df["race"] == "Caucasian").astype("int64")
+    out["two_year_recid"] = df["two_year_recid"].astype("int64")
+    info["rows_processed"] = len(out)
+    info["counts_group_label"] = {f"g{g}_y{y}": int(n) for (g, y), n in out.groupby(["race", "two_year_recid"]).size().items()}
+    logger.info("compas_002: %s", info)
+    return out.reset_index(drop=True), info
+
+
+COMPAS_002 = register(
+    DatasetVariant(
+        name="compas_002",
+        description="COMPAS, paper 002 variant: 6 base variables and all their interactions (64 columns incl. constant), White vs non-White",
+        paper="002 (orthogonal representations), spec 002 §2.3",
+        raw_files=(COMPAS_RAW,),
+        builder=_build_002,
+        features=FEATURES_002,
+        group="race",
+        group_encoding={0: "non-White", 1: "White"},
+        label="two_year_recid",
+        label_encoding={0: "no recidivism", 1: "recidivated within two years"},
+        expected_rows=6172,
+        options={"filter": "propublica", "standardize": True},
+    )
+)
+
+
+# ---- 003: GFE forest on the decile score (spec 003 §9.2) --------------------------------
+RACES = ["African-American", "Asian", "Caucasian", "Hispanic", "Native American", "Other"]
+CHARGE_DEGREES = ["none", "(CO3)", "(F1)", "(F2)", "(F3)", "(F4)", "(F5)", "(F6)", "(F7)",
+                  "(M1)", "(M2)", "(M3)", "(MO3)", "(NI0)", "(X)"]
+DATE_ORIGIN = pd.Timestamp("2013-01-01")
+FEATURES_003 = {
+    "sex": "binary", "age": "numeric", "race_code": "categorical", "juv_fel_count": "numeric",
+    "juv_misd_count": "numeric", "juv_other_count": "numeric", "priors_count": "numeric",
+    "days_b_screening_arrest": "numeric", "c_jail_in": "numeric", "c_jail_out": "numeric",
+    "c_days_from_compas": "numeric", "r_charge_degree": "categorical",
+    "r_days_from_arrest": "numeric", "vr_charge_degree": "categorical",
+}
+
+
+def _days(path: Path, s: pd.Series, col: str) -> pd.Series:
+    t = pd.to_datetime(s, errors="coerce", format="%Y-%m-%d %H:%M:%S")
+    bad = t.isna() & s.notna()
+    if bad.any():
+        raise DatasetError(f"{path}: column '{col}' has unparseable datetime(s) {s[bad].astype(str).head(3).tolist()}")
+    return (t - DATE_ORIGIN) / pd.Timedelta(days=1)
+
+
+def _degree(path: Path, s: pd.Series, col: str) -> pd.Series:
+    s = s.fillna("none")
+    bad = sorted(set(s.unique()) - set(CHARGE_DEGREES))
+    if bad:
+        raise DatasetError(f"{path}: column '{col}' has unknown category code(s) {bad[:5]}")
+    return s.map({v: i for i, v in enumerate(CHARGE_DEGREES)}).astype("int64")
+
+
+def _build_003(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
+    path = paths[COMPAS_RAW.filename]
+    raw = read_compas(path)
+    _require(raw, path, ["juv_fel_count", "juv_misd_count", "juv_other_count", "age", "decile_score",
+                         "c_days_from_compas", "r_days_from_arrest"], numeric=True)
+    _require(raw, path, ["c_jail_in", "c_jail_out", "r_charge_degree", "vr_charge_degree"])
+    if opts["filter"] not in ("propublica", "none"):
+        raise DatasetError(f"compas_003: option 'filter' must be 'propublica' or 'none', got {opts['filter']!r}")
+    info = {"rows_raw": len(raw)}
+    df = propublica_filter(raw) if opts["filter"] == "propublica" else raw
+    info["rows_filtered"] = len(df)
+    _check_race(df, path)
+    dec = df["decile_score"]
+    if dec.isna().any() or not dec.between(1, 10).all():
+        raise DatasetError(f"{path}: label column 'decile_score' must be integers 1..10, got "
+                           f"{sorted(dec[~dec.between(1, 10)].unique().tolist())[:5]}")
+    out = pd.DataFrame(index=df.index)
+    out["sex"] = (df["sex"] == "Male").astype("int64")
+    out["age"] = df["age"].astype("float64")
+    out["race_code"] = df["race"].map({r: i for i, r in enumerate(RACES)}).astype("int64")
+    for c in ["juv_fel_count", "juv_misd_count", "juv_other_count", "priors_count",
+              "days_b_screening_arrest", "c_days_from_compas", "r_days_from_arrest"]:
+        out[c] = df[c].astype("float64")
+    for c in ["c_jail_in", "c_jail_out"]:
+        out[c] = _days(path, df[c], c)
+    for c in ["r_charge_degree", "vr_charge_degree"]:
+        out[c] = _degree(path, df[c], c)
+    out = out[list(FEATURES_003)]
+    out["african_american"] = (df["race"] == "African-American").astype("int64")
+    out["decile_score"] = dec.astype("int64")
+    info["rows_processed"] = len(out)
+    info["missing_by_column"] = {c: int(n) for c, n in out.isna().sum().items() if n}
+    info["label_mean_by_group"] = {int(g): float(m) for g, m in out.groupby("african_american")["decile_score"].mean().items()}
+    logger.info("compas_003: %s", info)
+    return out.reset_index(drop=True), info
+
+
+COMPAS_003 = register(
+    DatasetVariant(
+        name="compas_003",
+        description="COMPAS, paper 003 variant: decile score (1..10) regression target, 14 features incl. race, African-American vs not",
+        paper="003 (GFE forests), spec 003 §9.2",
+        raw_files=(COMPAS_RAW,),
+        builder=_build_003,
+        features=FEATURES_003,
+        group="african_american",
+        group_encoding={0: "not African-American", 1: "African-American"},
+        label="decile_score",
+        label_encoding={i: f"decile {i}" for i in range(1, 11)},
+        expected_rows=7214,
+        numeric_ranges={"race_code": (0, len(RACES) - 1), "r_charge_degree": (0, len(CHARGE_DEGREES) - 1),
+                        "vr_charge_degree": (0, len(CHARGE_DEGREES) - 1), "age": (0, 120)},
+        options={"filter": "none"},
+    )
+)
+
+
+# ---- 004: BuDRO (spec 004 §2.1) --------------------------------------------------------
+FEATURES_004 = {
+    "sex": "binary",
+    **{col: "binary" for col in AGE_CATS.values()},
+    "c_charge_degree": "binary",
+    "priors_count": "numeric",
+}
+
+
+def _build_004(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
+    path = paths[COMPAS_RAW.filename]
+    raw = read_compas(path)
+    _check_race(raw, path)
+    info = {"rows_raw": len(raw)}
+    df = propublica_filter(raw)
+    info["rows_filtered"] = len(df)
+    df = df[df["race"].isin(["African-American", "Caucasian"])]
+    info["rows_black_white"] = len(df)
+    out = pd.DataFrame(index=df.index)
+    out["sex"] = (df["sex"] == "Male").astype("int64")
+    for raw_val, col in AGE_CATS.items():
+        out[col] = (df["age_cat"] == raw_val).astype("int64")
+    out["c_charge_degree"] = (df["c_charge_degree"] == "M").astype("int64")
+    out["priors_count"] = _zscore(df["priors_count"]) if opts["standardize"] else df["priors_count"].astype("float64")
+    out["race"] = (df["race"] == "Caucasian").astype("int64")
+    out["two_year_recid"] = df["two_year_recid"].astype("int64")
+    info["rows_processed"] = len(out)
+    info["protected"] = ["race", "sex"]
+    info["counts_group_label"] = {f"g{g}_y{y}": int(n) for (g, y), n in out.groupby(["race", "two_year_recid"]).size().items()}
+    logger.info("compas_004: %s", info)
+    return out.reset_index(drop=True), info
+
+
+COMPAS_004 = register(
+    DatasetVariant(
+        name="compas_004",
+        description="COMPAS, paper 004 (BuDRO) variant: 5278 rows, 7 features incl. race (group) and sex",
+        paper="004 (BuDRO), spec 004 §2.1",
+        raw_files=(COMPAS_RAW,),
+        builder=_build_004,
+        features=FEATURES_004,
+        group="race",
+        group_encoding={0: "non-Caucasian (African-American)", 1: "Caucasian"},
+        label="two_year_recid",
+        label_encoding={0: "no recidivism", 1: "recidivated within two years"},
+        expected_rows=5278,
+        options={"standardize": True},
+    )
+)

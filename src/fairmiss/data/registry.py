@@ -116,6 +116,10 @@ def _load_builtin() -> None:
         from fairmiss.data import adult, german  # noqa: F401
     except ImportError:  # pragma: no cover - modules added incrementally
         pass
+    try:
+        from fairmiss.data import hcp, hsls  # noqa: F401
+    except ImportError:  # pragma: no cover - modules added incrementally
+        pass
 
 
 def read_csv_checked(path: Path, required: list[str], **kwargs) -> pd.DataFrame:
