@@ -5,6 +5,7 @@
     fairmiss ingest DATASET    fetch and verify raw files (official URL or FAIRMISS_DATA_MIRROR)
     fairmiss datasets          list dataset variants, raw-file status and how to get missing files
     fairmiss validate CONFIG   check a config file without running anything
+    fairmiss serve [SCHEDULES] Prefect deployments with schedules (params/schedules.yaml), run until Ctrl-C
     fairmiss ui                MLflow UI on 127.0.0.1 for the local store
 
 Errors in user input (config, raw files, data validation) print one clear message naming the
@@ -124,6 +125,21 @@ def _cmd_validate(args) -> int:
     return run_guarded(go)
 
 
+def _cmd_serve(args) -> int:
+    from fairmiss.config import load_schedules
+
+    try:
+        sched = load_schedules(args.schedules)
+    except ConfigError as exc:
+        print(f"fairmiss: error: {exc}", file=sys.stderr)
+        return 2
+    from flows.serve import serve
+
+    print(f"serving {len(sched.deployments)} deployment(s): {', '.join(d.name for d in sched.deployments)}")
+    serve(args.schedules)
+    return 0
+
+
 def _cmd_ui(args) -> int:
     from fairmiss.tracking import resolve_uri
 
@@ -161,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="validate a config file")
     p.add_argument("config")
     p.set_defaults(fn=_cmd_validate)
+    p = sub.add_parser("serve", help="create Prefect deployments with schedules and run them")
+    p.add_argument("schedules", nargs="?", default="params/schedules.yaml")
+    p.set_defaults(fn=_cmd_serve)
     p = sub.add_parser("ui", help="MLflow UI for the local store on 127.0.0.1")
     p.add_argument("--port", type=int, default=5000)
     p.set_defaults(fn=_cmd_ui)

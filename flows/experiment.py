@@ -41,10 +41,19 @@ def _task_runner(cfg: ExperimentConfig):
 
 @flow(name="fairmiss-experiment")
 def experiment_flow(config_path: str, results_dir: str = "results", processed_dir: str = "processed",
-                    raw_dir: str | None = None, quick: bool = False) -> dict:
+                    raw_dir: str | None = None, quick: bool = False, skip_if_unchanged: bool = False) -> dict:
+    """Run one experiment config. ``skip_if_unchanged`` (used by scheduled deployments): do nothing
+    when a FINISHED parent run with the same fingerprint (config, raw data, code commit) exists."""
     log = get_run_logger()
     cfg = load_config(config_path, quick=quick)
     out_dir = Path(results_dir) / cfg.experiment
+    fingerprint = run_fingerprint(cfg)
+    if skip_if_unchanged:
+        tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
+        previous = tracker.find_finished_parent(fingerprint)
+        if previous:
+            log.info("config, data and code unchanged since run %s: skipping", previous)
+            return {"skipped": True, "parent_run_id": previous, "fingerprint": fingerprint}
     acquire_task(cfg.dataset.name, raw_dir)
     data = prepare_task(cfg.dataset, raw_dir, processed_dir, str(Path("reports") / "datadocs" / cfg.dataset.name))
     log.info("dataset %s: %d rows, hash %s, %d expectations passed", data.dataset, len(data.df),
@@ -52,6 +61,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
 
     tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
     tags = {"dataset": data.dataset, "data.processed_hash": data.data_hash, "config.hash": cfg.config_hash,
+            "run.fingerprint": fingerprint,
             **{f"data.raw_sha256.{k}": v for k, v in data.info["raw_sha256"].items()}}
     cells = cfg.cells()
     cores = os.cpu_count() or 1
@@ -99,6 +109,16 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
     return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
             "results_dir": str(out_dir), "failed": failed}
+
+
+def run_fingerprint(cfg: ExperimentConfig) -> str:
+    """What a scheduled re-run compares: config hash, declared raw-file checksums, code commit."""
+    from fairmiss.data import get_variant
+    from fairmiss.io import stable_hash
+    from fairmiss.tracking import git_commit
+
+    raw = {rf.filename: rf.sha256 for rf in get_variant(cfg.dataset.name).raw_files}
+    return stable_hash({"config": cfg.config_hash, "raw": raw, "code": git_commit()})
 
 
 def run_experiment(config_path: str | Path, *, quick: bool = False, **kw) -> dict:

@@ -57,3 +57,57 @@ def test_flow_run_completed_on_server(prefect_server, tmp_path):
     tasks = requests.post(api + "/task_runs/filter", json={"limit": 200}, timeout=10).json()
     names = {t["name"].rsplit("-", 1)[0] for t in tasks if t["state_type"] == "COMPLETED"}
     assert {"acquire-raw", "prepare-and-validate", "split-and-inject", "impute-train-evaluate"} <= names
+
+
+def test_serve_creates_scheduled_deployment_and_runs_it(prefect_server, tmp_path):
+    """`fairmiss serve` registers a deployment with its schedule; a triggered run reaches COMPLETED
+    and its MLflow runs exist; a second run with nothing changed is skipped (skip_if_unchanged)."""
+    import sqlite3
+    import time
+
+    import yaml
+
+    api, env = prefect_server
+    cfg = small_config(tmp_path, split={"n_splits": 1}, imputers=[{"kind": "mean"}])
+    sched = tmp_path / "schedules.yaml"
+    sched.write_text(yaml.safe_dump({"deployments": [
+        {"name": "test-nightly", "config": str(cfg), "cron": "0 3 * * *"}]}))
+    log = open(tmp_path / "serve.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", str(sched)], cwd=ROOT,
+                            env={**env, "PREFECT_API_URL": api, "PREFECT_RUNNER_POLL_FREQUENCY": "2"},
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        dep = None
+        for _ in range(120):
+            deps = requests.post(api + "/deployments/filter", json={}, timeout=10).json()
+            dep = next((d for d in deps if d["name"] == "test-nightly"), None)
+            if dep:
+                break
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            time.sleep(1)
+        assert dep, "deployment not registered"
+        scheds = dep.get("schedules") or []
+        assert any(s["schedule"].get("cron") == "0 3 * * *" for s in scheds), scheds
+
+        def trigger_and_wait():
+            fr = requests.post(api + f"/deployments/{dep['id']}/create_flow_run", json={}, timeout=10).json()
+            for _ in range(400):
+                st = requests.get(api + f"/flow_runs/{fr['id']}", timeout=10).json()["state_type"]
+                if st in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+                    return st
+                time.sleep(1)
+            return st
+
+        assert trigger_and_wait() == "COMPLETED", (tmp_path / "serve.log").read_text()[-3000:]
+        db = tmp_path / "mlruns" / "mlflow.db"
+        with sqlite3.connect(db) as c:
+            n1 = c.execute("select count(*) from runs where status='FINISHED'").fetchone()[0]
+        assert n1 == 2  # parent + one cell
+        assert trigger_and_wait() == "COMPLETED"
+        with sqlite3.connect(db) as c:
+            n2 = c.execute("select count(*) from runs").fetchone()[0]
+        assert n2 == n1, "unchanged config/data/code must not re-run"
+    finally:
+        proc.terminate()
+        proc.wait(60)
+        log.close()

@@ -358,6 +358,44 @@ class Cell:
         return f"{self.imputer.label}+{self.learner.label}"
 
 
+class DeploymentSpec(_Strict):
+    """A scheduled deployment of the experiment flow (``params/schedules.yaml``)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    config: str
+    cron: str | None = None
+    interval_seconds: Annotated[int, Field(ge=1)] | None = None
+    quick: bool = False
+    skip_if_unchanged: bool = True
+    paused: bool = False
+
+    @model_validator(mode="after")
+    def _one_schedule(self):
+        if (self.cron is None) == (self.interval_seconds is None):
+            raise ValueError("give exactly one of 'cron' or 'interval_seconds'")
+        return self
+
+
+class SchedulesFile(_Strict):
+    deployments: list[DeploymentSpec] = Field(min_length=1)
+
+
+def load_schedules(path: str | Path) -> SchedulesFile:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: schedules file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        sched = SchedulesFile.model_validate(data)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(path, exc)) from None
+    for i, d in enumerate(sched.deployments):
+        load_config(d.config, quick=d.quick)  # each named config must itself be valid
+    return sched
+
+
 def _format_errors(path: Path | str, exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():

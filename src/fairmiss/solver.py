@@ -92,7 +92,7 @@ def _solve_quadratic(model, *, time_limit, threads, random_seed, options) -> Sol
         raise_exception_on_nonoptimal_result=False,
         time_limit=time_limit,
         threads=threads,
-        solver_options={"random_seed": int(random_seed), **(options or {})},
+        solver_options={"random_seed": int(random_seed), "output_flag": False, **(options or {})},
     )
     elapsed = time.perf_counter() - t0
     tc = res.termination_condition
@@ -170,15 +170,17 @@ def solve(
     opt = _load_highs()
     opt.config.load_solution = False
     opt.config.stream_solver = False
-    if log:
-        opt.config.solver_output_logger = logger
-        opt.config.log_level = logging.INFO
+    # HiGHS's log goes to this module's logger: INFO with log=True, else DEBUG (and HiGHS output
+    # off), so it never reaches a console handler on the root logger (Prefect installs one).
+    opt.config.solver_output_logger = logger
+    opt.config.log_level = logging.INFO if log else logging.DEBUG
     if time_limit is not None:
         opt.config.time_limit = float(time_limit)
     if rel_gap is not None:
         opt.config.mip_gap = float(rel_gap)
     opt.config.warmstart = bool(warm_start)
-    opt.highs_options = {"threads": int(threads), "random_seed": int(random_seed), **(options or {})}
+    opt.highs_options = {"threads": int(threads), "random_seed": int(random_seed), "output_flag": bool(log),
+                         **(options or {})}
 
     t0 = time.perf_counter()
     res = opt.solve(model)

@@ -209,6 +209,14 @@ class Tracker:
         return run_id
 
     # ------------------------------------------------------------------ reading back
+    def find_finished_parent(self, fingerprint: str) -> str | None:
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string=f"tags.`run.fingerprint` = '{fingerprint}' and attributes.status = 'FINISHED'",
+            max_results=1,
+        )
+        return runs[0].info.run_id if runs else None
+
     def child_runs(self, parent_id: str):
         return self.client.search_runs([self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'",
                                        max_results=10000)
