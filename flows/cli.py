@@ -83,6 +83,7 @@ def _cmd_run(args) -> int:
 
 def _cmd_ingest(args) -> int:
     from fairmiss.data import fetch, get_variant, list_variants
+    from fairmiss.data.acquire import raw_status
 
     names = [v.name for v in list_variants()] if args.dataset == "all" else [args.dataset]
 
@@ -97,6 +98,9 @@ def _cmd_ingest(args) -> int:
                 if rf.filename in seen:
                     continue
                 seen.add(rf.filename)
+                if args.dataset == "all" and rf.url is None and raw_status(rf, args.raw_dir) == "missing":
+                    print(f"skip {rf.filename}: user-supplied, not redistributable ({name})")
+                    continue
                 path = fetch(rf, args.raw_dir)
                 print(f"ok  {path}  sha256 {rf.sha256[:12]}…")
     return run_guarded(go)

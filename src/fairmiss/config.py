@@ -172,7 +172,32 @@ class DecisionTreeSpec(_LearnerBase):
 class LogisticRegressionSpec(_LearnerBase):
     kind: Literal["logistic_regression"] = "logistic_regression"
     C: Annotated[float, Field(gt=0)] = 1.0
+    penalty: Literal["l2", "l1", "none"] = "l2"
     max_iter: Annotated[int, Field(ge=1)] = 1000
+
+
+class GroupCovariateSpec(_LearnerBase):
+    """Paper 002's comparators: logistic regression with the group as covariate (``covariate``),
+    Pope & Sydnor (``zero``: group coefficient zeroed at prediction; ``mean``: group replaced by its
+    mean), or group ignored (``unaware``)."""
+
+    kind: Literal["group_covariate"] = "group_covariate"
+    strategy: Literal["zero", "mean", "covariate", "unaware"] = "zero"
+    C: Annotated[float, Field(gt=0)] = 1.0
+
+
+class OrthogonalSpec(_LearnerBase):
+    """Paper 002: a group-orthogonal representation (OG as printed, the true optimum, or SOG), then a
+    head model. ``output: scores`` gives k components; ``reconstruction`` the adjusted p features."""
+
+    kind: Literal["orthogonal"] = "orthogonal"
+    projection: Literal["og_paper", "og_optimal", "sog"] = "og_paper"
+    n_components: Annotated[int, Field(ge=1)] = 10
+    t: Annotated[float, Field(gt=0)] | None = None
+    output: Literal["scores", "reconstruction"] = "scores"
+    head: Literal["logistic", "lasso", "random_forest"] = "logistic"
+    C: Annotated[float, Field(gt=0)] = 1.0
+    n_estimators: Annotated[int, Field(ge=1)] = 500
 
 
 class RandomForestSpec(_LearnerBase):
@@ -248,6 +273,7 @@ class EqualityConstrainedSpec(_LearnerBase):
 
 LearnerSpec = Annotated[
     DecisionTreeSpec | LogisticRegressionSpec | RandomForestSpec | XGBoostSpec | HistGBSpec
+    | GroupCovariateSpec | OrthogonalSpec
     | ExponentiatedGradientSpec | ThresholdOptimizerSpec | FairMIPForestSpec | EqualityConstrainedSpec,
     Field(discriminator="kind"),
 ]

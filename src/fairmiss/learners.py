@@ -55,7 +55,8 @@ class Learner:
 
     def predict(self, X, sensitive_features):
         if self.needs_sensitive_predict:
-            return np.asarray(self.estimator.predict(X, sensitive_features=sensitive_features, random_state=self.seed))
+            kw = {"random_state": self.seed} if self.carve_validation else {}  # randomized post-processor
+            return np.asarray(self.estimator.predict(X, sensitive_features=sensitive_features, **kw))
         return np.asarray(self.estimator.predict(X))
 
     def score(self, X, sensitive_features):
@@ -68,6 +69,8 @@ class Learner:
                 pass
         if self.needs_sensitive_predict and hasattr(est, "_pmf_predict"):
             return np.asarray(est._pmf_predict(X, sensitive_features=sensitive_features))[:, 1]
+        if self.needs_sensitive_predict and hasattr(est, "predict_proba"):
+            return np.asarray(est.predict_proba(X, sensitive_features=sensitive_features))[:, 1]
         return self.predict(X, sensitive_features).astype(float)
 
 
@@ -76,8 +79,61 @@ def _tree(spec, seed, threads):
                                           criterion=spec.criterion, random_state=seed))
 
 
+def _lr(C=1.0, penalty="l2", max_iter=1000, seed=0):
+    if penalty == "l1":
+        return LogisticRegression(C=C, l1_ratio=1.0, solver="saga", max_iter=max_iter, random_state=seed)
+    if penalty == "none":
+        return LogisticRegression(C=np.inf, max_iter=max_iter)
+    return LogisticRegression(C=C, max_iter=max_iter)
+
+
 def _logreg(spec, seed, threads):
-    return Learner(make_pipeline(StandardScaler(), LogisticRegression(C=spec.C, max_iter=spec.max_iter)))
+    return Learner(make_pipeline(StandardScaler(), _lr(spec.C, spec.penalty, spec.max_iter, seed)))
+
+
+def _group_covariate(spec, seed, threads):
+    from fairmiss.models.pope_sydnor import GroupCovariateModel
+
+    est = GroupCovariateModel(estimator=LogisticRegression(C=spec.C, max_iter=1000), strategy=spec.strategy)
+    return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=True)
+
+
+class _ProjectThenFit:
+    """Group-orthogonal projection (002) fitted on train, then a head model on the projected data."""
+
+    def __init__(self, projector, head):
+        self.projector = projector
+        self.head = head
+
+    def fit(self, X, y, sensitive_features):
+        Z = self.projector.fit_transform(X, sensitive_features=sensitive_features)
+        self.head.fit(Z, y)
+        return self
+
+    def _z(self, X, sensitive_features):
+        return self.projector.transform(X, sensitive_features=sensitive_features)
+
+    def predict(self, X, sensitive_features):
+        return self.head.predict(self._z(X, sensitive_features))
+
+    def predict_proba(self, X, sensitive_features):
+        return self.head.predict_proba(self._z(X, sensitive_features))
+
+
+def _orthogonal(spec, seed, threads):
+    from fairmiss.models.orthogonal import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
+
+    if spec.projection == "sog":
+        proj = SparseOrthogonalGroupSVD(n_components=spec.n_components, t=spec.t, output=spec.output,
+                                        random_state=seed)
+    else:
+        proj = OrthogonalGroupSVD(n_components=spec.n_components, output=spec.output,
+                                  variant="paper" if spec.projection == "og_paper" else "optimal", random_state=seed)
+    if spec.head == "random_forest":
+        head = RandomForestClassifier(n_estimators=spec.n_estimators, n_jobs=threads, random_state=seed)
+    else:
+        head = make_pipeline(StandardScaler(), _lr(spec.C, "l1" if spec.head == "lasso" else "l2", 1000, seed))
+    return Learner(_ProjectThenFit(proj, head), needs_sensitive_fit=True, needs_sensitive_predict=True)
 
 
 def _rf(spec, seed, threads):
@@ -177,6 +233,7 @@ LEARNERS = {
     "decision_tree": _tree, "logistic_regression": _logreg, "random_forest": _rf, "xgboost": _xgb,
     "hist_gradient_boosting": _hgb, "exponentiated_gradient": _expgrad, "threshold_optimizer": _threshold,
     "fair_mip_forest": _fair_mip, "equality_constrained": _eqtree,
+    "group_covariate": _group_covariate, "orthogonal": _orthogonal,
 }
 
 

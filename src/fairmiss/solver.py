@@ -15,12 +15,20 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from dataclasses import asdict, dataclass
 
 logger = logging.getLogger(__name__)
 
 SOLVER_NAME = "highs"
+
+# Pyomo's APPSI wraps every HiGHS run in ``capture_output(capture_fd=True)``, which swaps the
+# process-wide stdout/stderr file descriptors and is not thread-safe: two solves in two threads
+# deadlock or fail with "Captured output does not match sys.stdout". Solves in one process are
+# therefore serialised; run MIP-heavy sweeps with processes (``execution.task_runner: dask``) for
+# parallelism, and give each solve ``threads = cores // workers``.
+_SOLVE_LOCK = threading.Lock()
 
 __all__ = ["SOLVER_NAME", "SolveResult", "SolverUnavailableError", "solve", "solver_available"]
 
@@ -85,16 +93,17 @@ def _solve_quadratic(model, *, time_limit, threads, random_seed, options) -> Sol
     opt = Highs()
     if not opt.available():
         raise SolverUnavailableError("HiGHS is not available: install 'highspy'.")
-    t0 = time.perf_counter()
-    res = opt.solve(
-        model,
-        load_solutions=False,
-        raise_exception_on_nonoptimal_result=False,
-        time_limit=time_limit,
-        threads=threads,
-        solver_options={"random_seed": int(random_seed), "output_flag": False, **(options or {})},
-    )
-    elapsed = time.perf_counter() - t0
+    with _SOLVE_LOCK:
+        t0 = time.perf_counter()
+        res = opt.solve(
+            model,
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+            time_limit=time_limit,
+            threads=threads,
+            solver_options={"random_seed": int(random_seed), "output_flag": False, **(options or {})},
+        )
+        elapsed = time.perf_counter() - t0
     tc = res.termination_condition
     status = {
         TerminationCondition.convergenceCriteriaSatisfied: "optimal",
@@ -182,9 +191,10 @@ def solve(
     opt.highs_options = {"threads": int(threads), "random_seed": int(random_seed), "output_flag": bool(log),
                          **(options or {})}
 
-    t0 = time.perf_counter()
-    res = opt.solve(model)
-    elapsed = time.perf_counter() - t0
+    with _SOLVE_LOCK:
+        t0 = time.perf_counter()
+        res = opt.solve(model)
+        elapsed = time.perf_counter() - t0
 
     tc = res.termination_condition
     status = {

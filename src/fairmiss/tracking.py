@@ -184,7 +184,8 @@ class Tracker:
         signature = infer_signature(X_example, pred) if pred is not None else infer_signature(X_example)
         with mlflow.start_run(run_id=run_id, nested=True):
             # Explicit requirements: MLflow's inference loads the model in a subprocess (~12 s a model).
-            mlflow.sklearn.log_model(model, name=name, signature=signature, input_example=X_example[:3],
+            mlflow.sklearn.log_model(model, name=name, signature=signature,
+                                     input_example=X_example[:3] if pred is not None else None,
                                      serialization_format="cloudpickle", pip_requirements=_requirements())
 
     def log_cell(self, parent_id: str, result, *, tags: dict, log_model: bool, X_example=None) -> str:
