@@ -103,6 +103,10 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
                 for k, v in entry.items():
                     flat[f"{miss}/{method}/{k}"] = v
         tracker.log_metrics(parent, {**flat, "n_failed": len(failed)})
+        from fairmiss.report import tradeoff_report
+
+        for path in tradeoff_report(results, cfg.fairness_metric, out_dir, title=cfg.experiment).values():
+            tracker.log_artifact(parent, path, "report")
         tracker.log_artifact(parent, out_dir / "metrics.json")
         tracker.log_artifact(parent, out_dir / "cells.csv")
         tracker.set_tags(parent, {"n_failed": len(failed)})

@@ -260,6 +260,16 @@ class FairMIPForestSpec(_LearnerBase):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+class ZafarSpec(_LearnerBase):
+    """Zafar et al. disparate-mistreatment logistic regression (penalty convex-concave procedure)."""
+
+    kind: Literal["zafar"] = "zafar"
+    constraint: Literal["fpr", "fnr", "eo", "none"] = "fnr"
+    tau: Annotated[float, Field(gt=0)] = 0.005
+    mu: Annotated[float, Field(gt=1)] = 1.2
+    max_iter: Annotated[int, Field(ge=1)] = 50
+
+
 class EqualityConstrainedSpec(_LearnerBase):
     """Paper 003's post-hoc leaf adjustment on a tree ensemble, reference set = training split."""
 
@@ -273,7 +283,7 @@ class EqualityConstrainedSpec(_LearnerBase):
 
 LearnerSpec = Annotated[
     DecisionTreeSpec | LogisticRegressionSpec | RandomForestSpec | XGBoostSpec | HistGBSpec
-    | GroupCovariateSpec | OrthogonalSpec
+    | GroupCovariateSpec | OrthogonalSpec | ZafarSpec
     | ExponentiatedGradientSpec | ThresholdOptimizerSpec | FairMIPForestSpec | EqualityConstrainedSpec,
     Field(discriminator="kind"),
 ]

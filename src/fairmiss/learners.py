@@ -229,11 +229,37 @@ class _FitThenEqualise:
         return (np.asarray(self.predict_proba(X))[:, 1] >= 0.5).astype(int)
 
 
+def _zafar(spec, seed, threads):
+    from fairmiss.models.zafar import DisparateMistreatmentClassifier
+
+    est = make_pipeline(StandardScaler(), DisparateMistreatmentClassifier(
+        constraint=spec.constraint, tau=spec.tau, mu=spec.mu, max_iter=spec.max_iter, random_state=seed))
+    return Learner(_SensitiveLast(est), needs_sensitive_fit=True)
+
+
+class _SensitiveLast:
+    """Route ``sensitive_features`` to the last step of a scaling pipeline."""
+
+    def __init__(self, pipe):
+        self.pipe = pipe
+
+    def fit(self, X, y, sensitive_features):
+        Xs = self.pipe[:-1].fit_transform(X)
+        self.pipe[-1].fit(Xs, y, sensitive_features=sensitive_features)
+        return self
+
+    def predict(self, X):
+        return self.pipe.predict(X)
+
+    def predict_proba(self, X):
+        return self.pipe.predict_proba(X)
+
+
 LEARNERS = {
     "decision_tree": _tree, "logistic_regression": _logreg, "random_forest": _rf, "xgboost": _xgb,
     "hist_gradient_boosting": _hgb, "exponentiated_gradient": _expgrad, "threshold_optimizer": _threshold,
     "fair_mip_forest": _fair_mip, "equality_constrained": _eqtree,
-    "group_covariate": _group_covariate, "orthogonal": _orthogonal,
+    "group_covariate": _group_covariate, "orthogonal": _orthogonal, "zafar": _zafar,
 }
 
 

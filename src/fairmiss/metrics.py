@@ -114,10 +114,14 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
         ratio = mf.ratio(method="between_groups")
     for name in fns:
         out[name] = float(mf.overall[name])
-        for g, v in mf.by_group[name].items():
+        by = mf.by_group[name]
+        for g, v in by.items():
             out[f"{name}_group_{g}"] = float(v)
-        out[f"{name}_difference"] = float(diff[name])
-        out[f"{name}_ratio"] = float(ratio[name])
+        # fairlearn skips NaN groups when taking differences; a gap involving an undefined group
+        # is undefined, not 0.
+        undefined = bool(by.isna().any())
+        out[f"{name}_difference"] = float("nan") if undefined else float(diff[name])
+        out[f"{name}_ratio"] = float("nan") if undefined else float(ratio[name])
     if "auc" in wanted and y_score is not None:
         y_score = np.asarray(y_score, dtype=float)
         with warnings.catch_warnings():
@@ -128,7 +132,7 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
         for g, v in mfa.by_group["auc"].items():
             out[f"auc_group_{g}"] = float(v)
         out["auc_difference"] = float(mfa.difference(method="between_groups")["auc"])
-    out["equalized_odds_difference"] = float(max(out["tpr_difference"], out["fpr_difference"]))
+    out["equalized_odds_difference"] = float(np.max([out["tpr_difference"], out["fpr_difference"]]))
     out["equalized_odds_sum"] = float(out["tpr_difference"] + out["fpr_difference"])
     out["demographic_parity_difference"] = out["selection_rate_difference"]
     nan = [k for k, v in out.items() if isinstance(v, float) and np.isnan(v)]
