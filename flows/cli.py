@@ -55,9 +55,12 @@ def _cmd_study(args) -> int:
     if args.name == "list":
         from pathlib import Path
 
+        from fairmiss.config import load_study_config
+
         for p in sorted(Path(STUDIES_DIR).glob("*.yaml")):
-            cfg = load_config(p)
-            print(f"{p.stem:28s} {len(cfg.cells()):5d} cells  {cfg.description.strip().splitlines()[0] if cfg.description else ''}")
+            cfg = load_study_config(p)
+            n = f"{len(cfg.cells()):5d} cells" if hasattr(cfg, "cells") else "  own flow"
+            print(f"{p.stem:28s} {n}  {cfg.description.strip().splitlines()[0] if cfg.description else ''}")
         return 0
     try:
         args.config = str(_study_path(args.name))
@@ -68,11 +71,20 @@ def _cmd_study(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from flows.experiment import run_experiment
+    from fairmiss.config import load_study_config
 
     def go():
-        out = run_experiment(args.config, quick=getattr(args, "quick", False), results_dir=args.results_dir,
-                             processed_dir=args.processed_dir)
+        quick = getattr(args, "quick", False)
+        cfg = load_study_config(args.config, quick=quick)
+        if getattr(cfg, "study", None) == "003_decile":
+            from flows.study003 import decile_flow
+
+            out = decile_flow(args.config, results_dir=args.results_dir, processed_dir=args.processed_dir, quick=quick)
+        else:
+            from flows.experiment import run_experiment
+
+            out = run_experiment(args.config, quick=quick, results_dir=args.results_dir,
+                                 processed_dir=args.processed_dir)
         print(out["table"])
         print(f"\nresults: {out['results_dir']}/metrics.json   MLflow: {out['tracking_uri']} "
               f"(parent run {out['parent_run_id']}; open with `fairmiss ui`)")

@@ -394,6 +394,39 @@ class Cell:
         return f"{self.imputer.label}+{self.learner.label}"
 
 
+class DecileStudyConfig(_Strict):
+    """Paper 003's COMPAS decile study (a regression study with its own flow)."""
+
+    study: Literal["003_decile"]
+    experiment: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    description: str = ""
+    seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    dataset: DatasetSpec
+    n_trees: Annotated[int, Field(ge=1)] = 20
+    test_size: Annotated[float, Field(gt=0, lt=1)] = 0.2
+    mode: Literal["compressed", "explicit"] = "explicit"
+    bounds: tuple[float, float] | None = None
+    tracking: TrackingSpec = TrackingSpec()
+    quick: dict[str, Any] | None = None
+
+
+def load_study_config(path: str | Path, *, quick: bool = False):
+    """An experiment config, or a special study config when the file has a ``study:`` key."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "study" in data:
+        if quick and data.get("quick"):
+            data = _deep_merge(data, data["quick"])
+            data["experiment"] = f"{data['experiment']}-quick"
+        try:
+            return DecileStudyConfig.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(_format_errors(path, exc)) from None
+    return load_config(path, quick=quick)
+
+
 class DeploymentSpec(_Strict):
     """A scheduled deployment of the experiment flow (``params/schedules.yaml``)."""
 
