@@ -71,20 +71,11 @@ def _cmd_study(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from fairmiss.config import load_study_config
+    from flows.experiment import run_any
 
     def go():
-        quick = getattr(args, "quick", False)
-        cfg = load_study_config(args.config, quick=quick)
-        if getattr(cfg, "study", None) == "003_decile":
-            from flows.study003 import decile_flow
-
-            out = decile_flow(args.config, results_dir=args.results_dir, processed_dir=args.processed_dir, quick=quick)
-        else:
-            from flows.experiment import run_experiment
-
-            out = run_experiment(args.config, quick=quick, results_dir=args.results_dir,
-                                 processed_dir=args.processed_dir)
+        out = run_any(args.config, quick=getattr(args, "quick", False), results_dir=args.results_dir,
+                      processed_dir=args.processed_dir)
         print(out["table"])
         print(f"\nresults: {out['results_dir']}/metrics.json   MLflow: {out['tracking_uri']} "
               f"(parent run {out['parent_run_id']}; open with `fairmiss ui`)")

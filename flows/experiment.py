@@ -131,6 +131,18 @@ def run_experiment(config_path: str | Path, *, quick: bool = False, **kw) -> dic
     return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), quick=quick, **kw)
 
 
+def run_any(config_path: str | Path, *, quick: bool = False, **kw) -> dict:
+    """Run an experiment config, or a study with its own flow (config with a ``study:`` key)."""
+    from fairmiss.config import load_study_config
+
+    cfg = load_study_config(config_path, quick=quick)
+    if getattr(cfg, "study", None) == "003_decile":
+        from flows.study003 import decile_flow
+
+        return decile_flow(str(config_path), quick=quick, **kw)
+    return run_experiment(config_path, quick=quick, **kw)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m flows.experiment", description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="params/compas_default.yaml")
@@ -140,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from flows.cli import run_guarded
 
-    return run_guarded(lambda: run_experiment(args.config, quick=args.quick, results_dir=args.results_dir,
-                                              processed_dir=args.processed_dir))
+    return run_guarded(lambda: run_any(args.config, quick=args.quick, results_dir=args.results_dir,
+                                       processed_dir=args.processed_dir))
 
 
 if __name__ == "__main__":

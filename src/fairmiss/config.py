@@ -255,6 +255,8 @@ class FairMIPForestSpec(_LearnerBase):
     n_trees: Annotated[int, Field(ge=1)] = 30
     batch_size: Annotated[int, Field(ge=4)] = 200
     time_limit: Annotated[float, Field(gt=0)] = 10.0
+    #: HiGHS node budget per tree; set it (and a generous time_limit) for bit-reproducible fits
+    node_limit: Annotated[int, Field(ge=1)] | None = None
     warm_start: Literal["previous", "cart", "best", "none"] = "best"
     stratify_batches: bool = True
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

@@ -186,7 +186,8 @@ def _fair_mip(spec, seed, threads):
 
     est = FairMIPForestClassifier(max_depth=spec.max_depth, lambda_=spec.lambda_, fairness=spec.fairness,
                                   eo_weight=spec.eo_weight, n_trees=spec.n_trees, batch_size=spec.batch_size,
-                                  time_limit=spec.time_limit, stratify_batches=spec.stratify_batches,
+                                  time_limit=spec.time_limit, node_limit=spec.node_limit,
+                                  stratify_batches=spec.stratify_batches,
                                   warm_start=None if spec.warm_start == "none" else spec.warm_start,
                                   threads=threads, random_state=seed)
     return Learner(est, needs_sensitive_fit=True)

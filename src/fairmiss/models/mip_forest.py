@@ -375,6 +375,7 @@ class _BaseFairMIP(ClassifierMixin, BaseEstimator):
             rel_gap=self.rel_gap,
             warm_start=start_feasible,
             random_seed=int(seed),
+            options={"mip_max_nodes": int(self.node_limit)} if self.node_limit is not None else None,
         )
         fallback = None
         if res.has_solution:
@@ -465,6 +466,10 @@ class FairMIPTreeClassifier(_BaseFairMIP):
         Regulariser (spec 000 §2.7).
     eo_weight : float, default=1.0
         Weight of |ΔFPR| + |ΔFNR| for equalized odds (1 = paper, 0.5 = authors' code).
+    node_limit : int or None, default=None
+        HiGHS ``mip_max_nodes`` per tree: a machine-independent work budget. With ``threads=1``
+        and a node limit that binds before ``time_limit``, fits are bit-reproducible (a wall-clock
+        limit alone is not: how far the search gets depends on the machine's speed and load).
     time_limit : float or None, default=60.0
         Seconds for the solve (model building excluded).
     warm_start : {None, "cart"}, default="cart"
@@ -516,6 +521,7 @@ class FairMIPTreeClassifier(_BaseFairMIP):
         fairness: str = "fnr",
         eo_weight: float = 1.0,
         time_limit: float | None = 60.0,
+        node_limit: int | None = None,
         warm_start: str | None = "cart",
         threads: int = 1,
         rel_gap: float | None = None,
@@ -532,6 +538,7 @@ class FairMIPTreeClassifier(_BaseFairMIP):
         self.fairness = fairness
         self.eo_weight = eo_weight
         self.time_limit = time_limit
+        self.node_limit = node_limit
         self.warm_start = warm_start
         self.threads = threads
         self.rel_gap = rel_gap
@@ -599,6 +606,7 @@ class FairMIPForestClassifier(_BaseFairMIP):
         fairness: str = "fnr",
         eo_weight: float = 1.0,
         time_limit: float | None = 60.0,
+        node_limit: int | None = None,
         warm_start: str | None = "previous",
         stratify_batches: bool = False,
         max_redraws: int = 10,
@@ -620,6 +628,7 @@ class FairMIPForestClassifier(_BaseFairMIP):
         self.fairness = fairness
         self.eo_weight = eo_weight
         self.time_limit = time_limit
+        self.node_limit = node_limit
         self.warm_start = warm_start
         self.stratify_batches = stratify_batches
         self.max_redraws = max_redraws
