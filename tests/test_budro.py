@@ -1,0 +1,394 @@
+"""BuDRO (paper 004, issue 9): fair metric, transport solvers, boosting, baselines, metrics.
+
+Spec 004 §3.1 (OT invariants, every solver), §3.2 (XGBoost integration), bad input, and a
+German-credit smoke fit (full 10-split reproduction is ``slow``).
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from fairmiss.models.budro import (
+    BuDROClassifier,
+    BuDROWeightScaleWarning,
+    ProjectClassifier,
+    ReweighingClassifier,
+    kamiran_calders_weights,
+)
+from fairmiss.models.budro_metrics import (
+    balanced_accuracy,
+    counterfactual_consistency,
+    counterfactual_copies,
+    fairness_certificate,
+    group_gaps,
+)
+from fairmiss.models.fair_metric import FairMetric
+from fairmiss.models.ot import (
+    CandidateSet,
+    OTSolverError,
+    all_candidates,
+    knn_candidates,
+    solve_ot,
+)
+
+EXACT = ["lp", "greedy", "dual"]
+ALL = EXACT + ["entropic", "dual_sgd"]
+EPS_GRID = [0.0, 0.05, 0.2, 1.0, 100.0]
+TOL = 1e-8
+
+
+def _toy(n=80, d=6, seed=0, twins=5):
+    """Points with a binary protected column 0 and ``twins`` exact counterfactual twins."""
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d))
+    X[:, 0] = X[:, 0] > 0
+    X[:twins] = X[twins:2 * twins]
+    X[:twins, 0] = 1 - X[twins:2 * twins, 0]
+    y = (X[:, 1] + X[:, 0] + 0.5 * rng.normal(size=n) > 0.5).astype(int)
+    f = rng.normal(size=n)
+    return X, y, f
+
+
+@pytest.fixture(scope="module")
+def toy():
+    X, y, f = _toy()
+    Z = FairMetric().fit(X, protected_columns=[0]).project(X)
+    C = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(C, 0.0)
+    C[C < 1e-12] = 0.0
+    l0, l1 = np.logaddexp(0, f), np.logaddexp(0, -f)
+    R = np.where(y[None, :] == 1, l1[:, None], l0[:, None])  # R[i, j] = l(f(x_i), y_j)
+    return {"X": X, "y": y, "Z": Z, "C": C, "R": R, "l0": l0, "l1": l1,
+            "cand": CandidateSet.from_dense_costs(C)}
+
+
+def _solve(toy, eps, method, **kw):
+    if method == "entropic":
+        kw.setdefault("gamma", 1e-5)
+    if method == "dual_sgd":
+        kw.update(sgd_lr=0.02, sgd_n_iter=400, sgd_batch_size=40, random_state=0)
+    return solve_ot(toy["cand"], eps, y=toy["y"], loss0=toy["l0"], loss1=toy["l1"], method=method, **kw)
+
+
+def _dual_M(toy, eta, eps):
+    """Independent dense evaluation of the reduced dual (B.14)."""
+    return eta * eps + np.mean(np.max(toy["R"] - eta * toy["C"], axis=0))
+
+
+# ---------------------------------------------------------------------------------------
+# §3.1 OT invariants
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("eps", EPS_GRID)
+def test_feasibility_and_label_mass(toy, method, eps):
+    res = _solve(toy, eps, method)
+    n = len(toy["y"])
+    P = res.plan.toarray()
+    assert (P >= 0).all()
+    np.testing.assert_allclose(P.sum(axis=0), 1.0 / n, atol=1e-12)
+    assert res.p1.sum() == pytest.approx(toy["y"].mean(), abs=1e-12)
+    assert res.p0.sum() + res.p1.sum() == pytest.approx(1.0, abs=1e-12)
+    # reported value and cost are <R, Pi>, <C, Pi>
+    assert res.robust_loss == pytest.approx(float((toy["R"] * P).sum()), abs=1e-10)
+    assert res.cost == pytest.approx(float((toy["C"] * P).sum()), abs=1e-10)
+    if method == "dual_sgd":  # Alg 2 is not guaranteed feasible (spec §3.1 item 10)
+        if eps in (0.2, 1.0):
+            assert abs(res.cost - eps) <= 0.5 * eps
+    else:
+        assert res.cost <= eps * (1 + TOL) + TOL
+    assert res.robust_loss >= res.empirical_loss - 1e-12
+
+
+@pytest.mark.parametrize("eps", EPS_GRID)
+def test_exact_solvers_agree_with_lp_and_strong_duality(toy, eps):
+    vals = {m: _solve(toy, eps, m) for m in EXACT}
+    lp = vals["lp"].robust_loss
+    for m in EXACT:
+        assert vals[m].robust_loss == pytest.approx(lp, abs=1e-8, rel=1e-8), m
+    eta = vals["dual"].eta
+    # strong duality: LP value = M(eta*); weak duality: M(eta) >= LP value everywhere
+    assert _dual_M(toy, eta, eps) == pytest.approx(lp, abs=1e-8)
+    for e in np.linspace(0, 3 * max(eta, 1.0), 61):
+        assert _dual_M(toy, e, eps) >= lp - 1e-9
+    assert vals["greedy"].eta == pytest.approx(eta, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("method", EXACT)
+@pytest.mark.parametrize("eps", [0.05, 0.2, 1.0])
+def test_vertex_structure_and_complementary_slackness(toy, method, eps):
+    res = _solve(toy, eps, method)
+    n = len(toy["y"])
+    P = res.plan.toarray()
+    assert res.nnz <= n + 1
+    assert np.sum((P > 0).sum(axis=0) > 1) <= 1  # at most one split column
+    if method == "dual":
+        S = toy["R"] - res.eta * toy["C"]
+        i, j = np.nonzero(P)
+        assert np.all(S[i, j] >= S.max(axis=0)[j] - 1e-9)
+        if res.eta > 0:
+            assert res.cost == pytest.approx(eps, rel=1e-9)
+
+
+def test_robust_loss_monotone_concave_and_saturates(toy):
+    grid = np.linspace(0, 3, 31)
+    v = np.array([_solve(toy, e, "dual").robust_loss for e in grid])
+    emp = _solve(toy, 0.0, "dual").empirical_loss
+    assert (v >= emp - 1e-12).all()
+    assert (np.diff(v) >= -1e-10).all()
+    assert (np.diff(v, 2) <= 1e-9).all()  # concave
+    sat = np.mean(toy["R"].max(axis=0))
+    assert _solve(toy, 1e6, "dual").robust_loss == pytest.approx(sat, abs=1e-12)
+    # counterfactual twins (d_x = 0) make the robust loss exceed the empirical one at eps = 0
+    assert v[0] > emp
+
+
+def test_entropic_converges_to_lp_as_gamma_vanishes(toy):
+    lp = _solve(toy, 0.2, "lp").robust_loss
+    gaps = [abs(_solve(toy, 0.2, "entropic", gamma=g).robust_loss - lp) for g in (1.0, 0.1, 1e-2, 1e-3, 1e-5)]
+    assert all(a >= b - 1e-12 for a, b in zip(gaps, gaps[1:]))
+    assert gaps[0] > 1e-2 and gaps[-1] < 1e-6
+
+
+def test_entropic_root_and_monotone_m(toy):
+    res = _solve(toy, 0.2, "entropic", gamma=1e-2)
+    assert res.eta > 0 and res.cost == pytest.approx(0.2, rel=1e-8)
+
+
+def test_knn_support_is_exact_when_certified(toy):
+    exact = _solve(toy, 0.2, "dual")
+    n = len(toy["y"])
+    full = knn_candidates(toy["Z"], k=n - 1)
+    res = solve_ot(full, 0.2, y=toy["y"], loss0=toy["l0"], loss1=toy["l1"])
+    assert res.robust_loss == pytest.approx(exact.robust_loss, abs=1e-9)
+    small = knn_candidates(toy["Z"], k=10)
+    r10 = solve_ot(small, 0.2, y=toy["y"], loss0=toy["l0"], loss1=toy["l1"])
+    assert r10.robust_loss <= exact.robust_loss + 1e-9  # restricted support: a lower bound
+    if r10.info["uncertified_columns"] == 0:
+        assert r10.robust_loss == pytest.approx(exact.robust_loss, abs=1e-9)
+    # chunked all-pairs costs equal the dense ones
+    np.testing.assert_allclose(all_candidates(toy["Z"]).costs, toy["cand"].costs, atol=1e-9)
+
+
+def test_eps_zero_without_twins_gives_identity():
+    """Spec §3.2 item 14: all off-diagonal C > 0 and eps = 0 => Pi = I/n, weights [y0/n, y1/n]."""
+    X, y, f = _toy(n=50, twins=0, seed=3)
+    Z = FairMetric().fit(X, protected_columns=[0]).project(X)
+    res = solve_ot(all_candidates(Z), 0.0, y=y, loss0=np.logaddexp(0, f), loss1=np.logaddexp(0, -f))
+    np.testing.assert_allclose(res.p0, (1 - y) / 50, atol=1e-15)
+    np.testing.assert_allclose(res.p1, y / 50, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------------------
+# fair metric
+# ---------------------------------------------------------------------------------------
+
+def test_fair_metric_projector_properties(toy):
+    X = toy["X"]
+    m = FairMetric().fit(X, protected_columns=[0])
+    Q = m.Q_
+    np.testing.assert_allclose(Q, Q.T, atol=1e-12)
+    np.testing.assert_allclose(Q @ Q, Q, atol=1e-12)
+    for t in m.directions_.T:
+        np.testing.assert_allclose(Q @ t, 0, atol=1e-12)
+    assert m.kind_ == "logistic" and m.basis_.shape[1] == 2
+    flipped = X.copy()
+    flipped[:, 0] = 1 - flipped[:, 0]
+    np.testing.assert_allclose(m.distance(X, flipped), 0, atol=1e-12)
+
+
+def test_fair_metric_ridge_for_continuous_and_names():
+    rng = np.random.RandomState(1)
+    df = pd.DataFrame(rng.normal(size=(200, 4)), columns=["age", "a", "b", "c"])
+    df["a"] += 0.8 * df["age"]
+    m = FairMetric().fit(df, protected_columns="age")
+    assert m.kind_ == "ridge" and m.protected_columns_ == [0]
+    assert abs(m.coef_[1]) > abs(m.coef_[2])  # the model loads on the correlated feature
+    with pytest.raises(ValueError, match="not among the features"):
+        FairMetric().fit(df, protected_columns=["gender"])
+
+
+# ---------------------------------------------------------------------------------------
+# §3.2 boosting / XGBoost integration
+# ---------------------------------------------------------------------------------------
+
+def test_functional_gradient_matches_xgboost(toy):
+    """(2.6): binary:logistic on D0 with weights (P0, P1) sums to g_i = P_i s_i - P1_i per point,
+    and XGBoost grows the same trees from it as from the paper's gradient on n rows."""
+    X, y = toy["X"], toy["y"]
+    res = _solve(toy, 0.2, "dual")
+    f = np.random.RandomState(5).normal(size=len(y))
+    s = 1 / (1 + np.exp(-f))
+    P = res.p0 + res.p1
+    g_rows = np.r_[res.p0 * (s - 0), res.p1 * (s - 1)]  # XGBoost's per-row (p - label) * weight
+    np.testing.assert_allclose(g_rows[: len(y)] + g_rows[len(y):], P * s - res.p1, atol=1e-15)
+    kw = dict(eps=0.2, n_estimators=4, learning_rate=0.3, max_depth=3, min_child_weight=1e-4,
+              reg_lambda=1e-3, max_bin=1024, scale_pos_weight=1.7, random_state=0)
+    a = BuDROClassifier(xgb_mode="augmented", **kw).fit(X, y, protected_columns=[0])
+    b = BuDROClassifier(xgb_mode="gradient", **kw).fit(X, y, protected_columns=[0])
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-5)
+    np.testing.assert_allclose(a.history_["robust_loss"], b.history_["robust_loss"], atol=1e-6)
+    assert np.ptp(a.decision_function(X)) > 0.1  # trees were actually grown
+
+
+def test_step_reduces_weighted_loss_and_history(toy):
+    X, y = toy["X"], toy["y"]
+    clf = BuDROClassifier(eps=0.2, n_estimators=15, learning_rate=0.05, max_depth=3,
+                          min_child_weight=1e-3, reg_lambda=1e-3, random_state=0)
+    clf.fit(X, y, protected_columns=[0])
+    h = clf.history_
+    assert len(h["robust_loss"]) == 15 and clf.booster_.num_boosted_rounds() == 16
+    assert all(r >= e - 1e-12 for r, e in zip(h["robust_loss"], h["empirical_loss"]))
+    assert all(u <= 1 + 1e-9 for u in h["budget_used"])
+    assert h["robust_loss"][-1] < h["robust_loss"][0]
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(y), 2) and np.allclose(proba.sum(1), 1)
+    clone(clf)
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict_proba(X), proba)
+
+
+def test_min_child_weight_scale_warning(toy):
+    with pytest.warns(BuDROWeightScaleWarning):
+        BuDROClassifier(n_estimators=1, min_child_weight=1.0).fit(toy["X"], toy["y"], protected_columns=[0])
+
+
+# ---------------------------------------------------------------------------------------
+# bad input
+# ---------------------------------------------------------------------------------------
+
+def test_bad_input(toy):
+    X, y = toy["X"], toy["y"]
+    with pytest.raises(ValueError, match="eps"):
+        BuDROClassifier(eps=-0.1).fit(X, y, protected_columns=[0])
+    with pytest.raises(ValueError, match="eps"):
+        solve_ot(toy["cand"], -1.0, y=y, loss0=toy["l0"], loss1=toy["l1"])
+    with pytest.raises(ValueError, match=r"labels must be in \{0, 1\}"):
+        BuDROClassifier(n_estimators=1).fit(X, y + 1, protected_columns=[0])
+    df = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    with pytest.raises(ValueError, match="not among the features"):
+        BuDROClassifier(n_estimators=1).fit(df, y, protected_columns=["gender"])
+    with pytest.raises(ValueError, match="protected_columns"):
+        BuDROClassifier(n_estimators=1).fit(X, y)
+    with pytest.raises(ValueError, match="outside"):
+        BuDROClassifier(n_estimators=1).fit(X, y, protected_columns=[99])
+
+
+@pytest.mark.parametrize("status", ["infeasible", "time_limit"])
+def test_lp_failure_raises_or_falls_back(toy, monkeypatch, caplog, status):
+    import fairmiss.solver
+    from fairmiss.solver import SolveResult
+
+    def fake_solve(model, **kw):
+        return SolveResult(status, False, None, None, None, kw.get("time_limit") or 0.0, False)
+
+    monkeypatch.setattr(fairmiss.solver, "solve", fake_solve)
+    with pytest.raises(OTSolverError, match=status):
+        _solve(toy, 0.2, "lp")
+    with caplog.at_level(logging.WARNING, logger="fairmiss.models.ot"):
+        res = _solve(toy, 0.2, "lp", lp_fallback="greedy")
+    assert "falling back" in caplog.text and res.info["fallback"] == "greedy"
+    assert res.robust_loss == pytest.approx(_solve(toy, 0.2, "greedy").robust_loss, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# metrics and baselines
+# ---------------------------------------------------------------------------------------
+
+def test_gap_metrics_and_consistency():
+    rng = np.random.RandomState(0)
+    yt, yp, g = rng.randint(0, 2, 300), rng.randint(0, 2, 300), rng.randint(0, 2, 300)
+    gaps = group_gaps(yt, yp, sensitive_features=g)
+    assert gaps["gap_rms"] <= gaps["gap_max"] <= np.sqrt(2) * gaps["gap_rms"] + 1e-12
+    tpr = [np.mean(yp[(yt == 1) & (g == k)] == 1) for k in (0, 1)]
+    assert gaps["gap_1"] == pytest.approx(tpr[0] - tpr[1])
+    assert balanced_accuracy(yt, yt) == 1.0
+    X = rng.normal(size=(50, 3))
+    copies = counterfactual_copies(X, [[{0: 0.0}, {0: 1.0}]])
+    assert counterfactual_consistency(lambda Z: Z[:, 1] > 0, copies) == 1.0
+    assert counterfactual_consistency(lambda Z: Z[:, 0] > 0.5, copies) == 0.0
+
+
+def test_project_is_consistent_and_reweighing_decorrelates(toy):
+    X, y = toy["X"], toy["y"]
+    proj = ProjectClassifier(n_estimators=20, random_state=0).fit(X, y, protected_columns=[0])
+    copies = counterfactual_copies(X, [[{0: 0.0}, {0: 1.0}]])
+    assert counterfactual_consistency(proj.predict, copies) == 1.0
+    w = kamiran_calders_weights(y, X[:, 0])
+    for gv in (0, 1):  # weighted P(y=1 | g) = P(y=1)
+        m = X[:, 0] == gv
+        assert np.sum(w[m] * y[m]) / np.sum(w[m]) == pytest.approx(y.mean())
+    rw = ReweighingClassifier(n_estimators=5).fit(X, y, sensitive_features=X[:, 0])
+    assert rw.predict(X).shape == y.shape
+
+
+def test_certificate_gap_nonnegative_and_monotone(toy):
+    f = np.random.RandomState(2).normal(size=len(toy["y"]))
+    gaps = [fairness_certificate(f, toy["y"], toy["Z"], e)["gap"] for e in (0.0, 0.1, 0.5)]
+    assert gaps[0] >= 0 and gaps[0] <= gaps[1] <= gaps[2]
+
+
+# ---------------------------------------------------------------------------------------
+# German credit (spec 004 §2.1; Table 4 hyperparameters)
+# ---------------------------------------------------------------------------------------
+
+def _german(mirror):
+    try:
+        from fairmiss.data import get_variant
+
+        df, _ = get_variant("german_004").build(mirror)
+    except (KeyError, ImportError):  # pragma: no cover - data module not there yet
+        pytest.fail("german_004 dataset variant unavailable")
+    feats = [c for c in df.columns if c not in ("age_group", "credit_risk")]
+    status = [c for c in feats if c.startswith("personal_status_")]
+    return df[feats], df["credit_risk"].to_numpy(), df["age_group"].to_numpy(), status
+
+
+def _status_cons(predict, X, status):
+    return counterfactual_consistency(predict, counterfactual_copies(X, [[{c: int(c == s) for c in status}
+                                                                          for s in status]]))
+
+
+def _german_split(mirror, seed, n_estimators=90):
+    from sklearn.model_selection import StratifiedShuffleSplit
+    from xgboost import XGBClassifier
+
+    X, y, g, status = _german(mirror)
+    tr, te = next(StratifiedShuffleSplit(1, test_size=0.2, random_state=seed).split(X, y))
+    bud = BuDROClassifier(eps=1.0, n_estimators=n_estimators, random_state=seed).fit(
+        X.iloc[tr], y[tr], protected_columns=["age"])
+    base = XGBClassifier(max_depth=10, reg_lambda=1000, min_child_weight=2, learning_rate=0.5, n_estimators=105,
+                         base_score=0.5, scale_pos_weight=0.7 / 0.3, n_jobs=1, random_state=seed).fit(X.iloc[tr], y[tr])
+    out = {}
+    for name, mdl in (("budro", bud), ("baseline", base)):
+        p = mdl.predict(X.iloc[te])
+        out[name] = {"bacc": balanced_accuracy(y[te], p), "scons": _status_cons(mdl.predict, X.iloc[te], status),
+                     **group_gaps(y[te], p, sensitive_features=g[te])}
+    return out, bud
+
+
+def test_german_smoke_fit(mirror):
+    out, bud = _german_split(mirror, seed=0, n_estimators=30)
+    assert bud.n_features_in_ == 62 and bud.candidates_ == "all"
+    assert max(bud.history_["budget_used"]) <= 1 + 1e-9
+    assert out["budro"]["bacc"] > 0.62
+    assert out["budro"]["scons"] >= 0.9
+
+
+@pytest.mark.slow
+def test_german_reproduces_table5(mirror):
+    rows = [_german_split(mirror, seed=s)[0] for s in range(10)]
+    mean = {m: {k: np.mean([r[m][k] for r in rows]) for k in rows[0][m]} for m in ("budro", "baseline")}
+    logging.getLogger(__name__).info("German 10 splits: %s", mean)
+    # Table 5: BuDRO .715+-.032 / .974+-.025 / .185+-.055 / .151+-.048 (BAcc, S-cons, GAPMax, GAPRMS)
+    assert abs(mean["budro"]["bacc"] - 0.715) <= 2 * 0.032
+    assert abs(mean["budro"]["scons"] - 0.974) <= 2 * 0.025
+    assert abs(mean["budro"]["gap_max"] - 0.185) <= 2 * 0.055
+    assert abs(mean["baseline"]["bacc"] - 0.723) <= 2 * 0.019
+    assert mean["budro"]["scons"] >= mean["baseline"]["scons"]
