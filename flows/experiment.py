@@ -128,6 +128,12 @@ def run_fingerprint(cfg: ExperimentConfig) -> str:
 def run_experiment(config_path: str | Path, *, quick: bool = False, **kw) -> dict:
     """Validate the config first (clear error, nothing started), then run the flow."""
     cfg = load_config(config_path, quick=quick)
+    if cfg.execution.task_runner == "dask" and not os.environ.get("PREFECT_API_URL"):
+        from fairmiss.config import ConfigError
+
+        # Dask workers are separate processes: they cannot reach the in-process ephemeral server.
+        raise ConfigError(f"{config_path}: execution.task_runner: 'dask' needs a Prefect API server; start one "
+                          "(`prefect server start`) and set PREFECT_API_URL=http://127.0.0.1:4200/api")
     return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), quick=quick, **kw)
 
 

@@ -85,6 +85,7 @@ def small_config(tmp_path: Path, **over) -> Path:
         "execution": {"max_workers": 2},
     }
     cfg.update(over)
+    tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / "small.yaml"
     p.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return p

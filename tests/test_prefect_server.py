@@ -111,3 +111,20 @@ def test_serve_creates_scheduled_deployment_and_runs_it(prefect_server, tmp_path
         proc.terminate()
         proc.wait(60)
         log.close()
+
+
+def test_dask_task_runner_two_workers_same_metrics(prefect_server, tmp_path):
+    """execution.task_runner: dask on a local 2-worker cluster gives the same metrics as threads."""
+    import json
+
+    api, env = prefect_server
+    outs = {}
+    for runner in ("thread", "dask"):
+        cfg = small_config(tmp_path / runner, execution={"max_workers": 2, "task_runner": runner})
+        r = subprocess.run([sys.executable, "-m", "flows.experiment", "--config", str(cfg), "--results-dir",
+                            str(tmp_path / runner / "results"), "--processed-dir", str(tmp_path / runner / "processed")],
+                           cwd=ROOT, env={**env, "PREFECT_API_URL": api}, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs[runner] = json.loads((tmp_path / runner / "results" / "compas_small" / "metrics.json").read_text())
+    assert outs["thread"]["summary"] == outs["dask"]["summary"]
+    assert outs["dask"]["n_failed"] == 0
