@@ -212,6 +212,10 @@ class XGBoostSpec(_LearnerBase):
     n_estimators: Annotated[int, Field(ge=1)] = 100
     max_depth: Annotated[int, Field(ge=1)] = 3
     learning_rate: Annotated[float, Field(gt=0)] = 0.1
+    reg_lambda: Annotated[float, Field(ge=0)] = 1.0
+    min_child_weight: Annotated[float, Field(ge=0)] = 1.0
+    base_score: Annotated[float, Field(gt=0, lt=1)] | None = None
+    scale_pos_weight: Annotated[float, Field(gt=0)] = 1.0
     n_jobs: Annotated[int, Field(ge=1)] = 1
 
 
@@ -272,6 +276,21 @@ class ZafarSpec(_LearnerBase):
     max_iter: Annotated[int, Field(ge=1)] = 50
 
 
+class BuDROSpec(_LearnerBase):
+    """Paper 004's BuDRO: XGBoost with an optimal-transport adversary under a learned fair metric
+    whose protected directions come from the ``protected`` feature columns."""
+
+    kind: Literal["budro"] = "budro"
+    protected: list[str] = Field(min_length=1)
+    eps: Annotated[float, Field(ge=0)] = 1.0
+    n_estimators: Annotated[int, Field(ge=1)] = 90
+    learning_rate: Annotated[float, Field(gt=0)] = 0.005
+    max_depth: Annotated[int, Field(ge=1)] = 4
+    min_child_weight: Annotated[float, Field(ge=0)] = 1 / 80
+    reg_lambda: Annotated[float, Field(ge=0)] = 1.0
+    ot_method: Literal["lp", "greedy", "dual", "entropic", "dual_sgd"] = "dual"
+
+
 class EqualityConstrainedSpec(_LearnerBase):
     """Paper 003's post-hoc leaf adjustment on a tree ensemble, reference set = training split."""
 
@@ -285,7 +304,7 @@ class EqualityConstrainedSpec(_LearnerBase):
 
 LearnerSpec = Annotated[
     DecisionTreeSpec | LogisticRegressionSpec | RandomForestSpec | XGBoostSpec | HistGBSpec
-    | GroupCovariateSpec | OrthogonalSpec | ZafarSpec
+    | GroupCovariateSpec | OrthogonalSpec | ZafarSpec | BuDROSpec
     | ExponentiatedGradientSpec | ThresholdOptimizerSpec | FairMIPForestSpec | EqualityConstrainedSpec,
     Field(discriminator="kind"),
 ]
@@ -337,6 +356,9 @@ class ExperimentConfig(_Strict):
         return v
 
     quick: dict[str, Any] | None = None  # overrides applied by `--quick` (e.g. fewer splits)
+    #: counterfactual consistency metrics (paper 004): name -> feature columns to flip; one column is
+    #: a binary attribute (0 <-> 1), several are a one-hot block (every level tried)
+    consistency: dict[str, list[str]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _compatible(self):

@@ -146,6 +146,8 @@ def _xgb(spec, seed, threads):
 
     return Learner(XGBClassifier(n_estimators=spec.n_estimators, max_depth=spec.max_depth,
                                  learning_rate=spec.learning_rate, n_jobs=min(spec.n_jobs, threads),
+                                 reg_lambda=spec.reg_lambda, min_child_weight=spec.min_child_weight,
+                                 base_score=spec.base_score, scale_pos_weight=spec.scale_pos_weight,
                                  random_state=seed, tree_method="hist"))
 
 
@@ -256,17 +258,50 @@ class _SensitiveLast:
         return self.pipe.predict_proba(X)
 
 
+def _budro(spec, seed, threads, feature_names=None):
+    from fairmiss.models.budro import BuDROClassifier
+
+    names = list(feature_names or [])
+    missing = [c for c in spec.protected if c not in names]
+    if missing:
+        raise ValueError(f"budro: protected column(s) {missing} are not features; features: {names}")
+    est = BuDROClassifier(eps=spec.eps, n_estimators=spec.n_estimators, learning_rate=spec.learning_rate,
+                          max_depth=spec.max_depth, min_child_weight=spec.min_child_weight,
+                          reg_lambda=spec.reg_lambda, ot_method=spec.ot_method, random_state=seed, n_jobs=threads)
+    return Learner(_WithFitKwargs(est, {"protected_columns": [names.index(c) for c in spec.protected]}))
+
+
+class _WithFitKwargs:
+    """Pass fixed keyword data (e.g. BuDRO's protected column indices) to ``fit``."""
+
+    def __init__(self, est, fit_kwargs):
+        self.est = est
+        self.fit_kwargs = fit_kwargs
+
+    def fit(self, X, y):
+        self.est.fit(X, y, **self.fit_kwargs)
+        return self
+
+    def predict(self, X):
+        return self.est.predict(X)
+
+    def predict_proba(self, X):
+        return self.est.predict_proba(X)
+
+
 LEARNERS = {
     "decision_tree": _tree, "logistic_regression": _logreg, "random_forest": _rf, "xgboost": _xgb,
     "hist_gradient_boosting": _hgb, "exponentiated_gradient": _expgrad, "threshold_optimizer": _threshold,
     "fair_mip_forest": _fair_mip, "equality_constrained": _eqtree,
-    "group_covariate": _group_covariate, "orthogonal": _orthogonal, "zafar": _zafar,
+    "group_covariate": _group_covariate, "orthogonal": _orthogonal, "zafar": _zafar, "budro": _budro,
 }
 
 
-def make_learner(spec, seed: int, threads: int = 1) -> Learner:
+def make_learner(spec, seed: int, threads: int = 1, feature_names=None) -> Learner:
     try:
         factory = LEARNERS[spec.kind]
     except KeyError:
         raise ValueError(f"unknown learner '{spec.kind}'; known: {sorted(LEARNERS)}") from None
+    if spec.kind == "budro":
+        return factory(spec, seed, threads, feature_names)
     return factory(spec, seed, threads)

@@ -34,7 +34,7 @@ from fairmiss.splits import split_indices
 logger = logging.getLogger(__name__)
 
 SUMMARY_METRICS = (
-    "accuracy", "balanced_accuracy", "auc", "fnr_difference", "fpr_difference",
+    "accuracy", "balanced_accuracy", "auc", "fnr_difference", "fpr_difference", "tpr_difference",
     "equalized_odds_difference", "demographic_parity_difference", "accuracy_difference",
 )
 
@@ -215,12 +215,13 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
             Xtr = imputer.fit_transform(Xtr)
             Xte = imputer.transform(Xte)
         t1 = time.perf_counter()
-        learner = make_learner(cell.learner, seeds["learner"] % (2**31), threads=threads)
+        learner = make_learner(cell.learner, seeds["learner"] % (2**31), threads=threads, feature_names=data.features)
         learner.fit(Xtr, y[tr], s[tr])
         t2 = time.perf_counter()
         pred = learner.predict(Xte, s[te])
         score = learner.score(Xte, s[te])
         res.metrics = evaluate(y[te], pred, s[te], y_score=score, metrics=cfg.metrics)
+        res.metrics.update(consistency_metrics(cfg, data, learner, Xte, imputer, X[te], s[te], pred))
         res.metrics["n_train"] = float(len(tr))
         res.metrics["n_test"] = float(len(te))
         res.confusion = group_confusion_matrices(y[te], pred, s[te])
@@ -235,10 +236,30 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
     return res
 
 
+def consistency_metrics(cfg, data, learner, Xte_model, imputer, Xte_raw, s_te, pred) -> dict:
+    """Counterfactual consistency (paper 004): share of test rows whose prediction is unchanged on
+    every counterfactual copy (binary column flipped / every level of a one-hot block)."""
+    from fairmiss.models.budro_metrics import counterfactual_consistency, counterfactual_copies
+
+    out = {}
+    for name, cols in cfg.consistency.items():
+        missing = [c for c in cols if c not in data.features]
+        if missing:
+            raise ValueError(f"consistency '{name}': columns {missing} are not features")
+        idx = [data.features.index(c) for c in cols]
+        block = [{idx[0]: 0}, {idx[0]: 1}] if len(idx) == 1 else [{j: int(j == k) for j in idx} for k in idx]
+        copies = counterfactual_copies(Xte_raw, [block])
+        if imputer is not None:
+            copies = [imputer.transform(c) for c in copies]
+        out[f"consistency_{name}"] = counterfactual_consistency(lambda Z: learner.predict(Z, s_te), copies)
+    return out
+
+
 def summarise(results: list[CellResult]) -> dict:
     """Per missingness × method: mean and standard error over splits of the headline metrics."""
+    keys = list(SUMMARY_METRICS) + sorted({k for r in results for k in r.metrics if k.startswith("consistency_")})
     rows = [
-        {"missingness": r.missingness, "method": r.method, **{k: r.metrics.get(k, math.nan) for k in SUMMARY_METRICS}}
+        {"missingness": r.missingness, "method": r.method, **{k: r.metrics.get(k, math.nan) for k in keys}}
         for r in results if r.status == "ok"
     ]
     out: dict = {}
@@ -247,7 +268,7 @@ def summarise(results: list[CellResult]) -> dict:
     df = pd.DataFrame(rows)
     for (miss, method), g in df.groupby(["missingness", "method"], sort=True):
         entry = {"n_splits": int(len(g))}
-        for k in SUMMARY_METRICS:
+        for k in keys:
             v = g[k].to_numpy(dtype=float)
             v = v[~np.isnan(v)]
             entry[f"{k}_mean"] = round(float(v.mean()), 10) if len(v) else None
