@@ -60,6 +60,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
              data.data_hash, data.info["n_expectations"])
 
     tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
+    tracker.reap_dead_runs()
     tags = {"dataset": data.dataset, "data.processed_hash": data.data_hash, "config.hash": cfg.config_hash,
             "run.fingerprint": fingerprint,
             **{f"data.raw_sha256.{k}": v for k, v in data.info["raw_sha256"].items()}}

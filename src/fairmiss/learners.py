@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -98,7 +98,7 @@ def _group_covariate(spec, seed, threads):
     return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=True)
 
 
-class _ProjectThenFit:
+class _ProjectThenFit(ClassifierMixin, BaseEstimator):
     """Group-orthogonal projection (002) fitted on train, then a head model on the projected data."""
 
     def __init__(self, projector, head):
@@ -108,6 +108,7 @@ class _ProjectThenFit:
     def fit(self, X, y, sensitive_features):
         Z = self.projector.fit_transform(X, sensitive_features=sensitive_features)
         self.head.fit(Z, y)
+        self.is_fitted_ = True
         return self
 
     def _z(self, X, sensitive_features):
@@ -212,7 +213,7 @@ def _eqtree(spec, seed, threads):
                    needs_sensitive_fit=True)
 
 
-class _FitThenEqualise:
+class _FitThenEqualise(ClassifierMixin, BaseEstimator):
     """Fit a tree model, then equalise group means of its scores on the training split (003)."""
 
     def __init__(self, base, post):
@@ -223,6 +224,7 @@ class _FitThenEqualise:
         self.base.fit(X, y)
         self.post.set_params(estimator=self.base)
         self.post.fit(X, sensitive_features=sensitive_features)
+        self.is_fitted_ = True
         return self
 
     def predict_proba(self, X):
@@ -240,7 +242,7 @@ def _zafar(spec, seed, threads):
     return Learner(_SensitiveLast(est), needs_sensitive_fit=True)
 
 
-class _SensitiveLast:
+class _SensitiveLast(ClassifierMixin, BaseEstimator):
     """Route ``sensitive_features`` to the last step of a scaling pipeline."""
 
     def __init__(self, pipe):
@@ -249,6 +251,7 @@ class _SensitiveLast:
     def fit(self, X, y, sensitive_features):
         Xs = self.pipe[:-1].fit_transform(X)
         self.pipe[-1].fit(Xs, y, sensitive_features=sensitive_features)
+        self.is_fitted_ = True
         return self
 
     def predict(self, X):
@@ -271,7 +274,7 @@ def _budro(spec, seed, threads, feature_names=None):
     return Learner(_WithFitKwargs(est, {"protected_columns": [names.index(c) for c in spec.protected]}))
 
 
-class _WithFitKwargs:
+class _WithFitKwargs(ClassifierMixin, BaseEstimator):
     """Pass fixed keyword data (e.g. BuDRO's protected column indices) to ``fit``."""
 
     def __init__(self, est, fit_kwargs):
@@ -280,6 +283,7 @@ class _WithFitKwargs:
 
     def fit(self, X, y):
         self.est.fit(X, y, **self.fit_kwargs)
+        self.is_fitted_ = True
         return self
 
     def predict(self, X):

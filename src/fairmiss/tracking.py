@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -81,6 +82,20 @@ def _requirements() -> list[str]:
     return reqs
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed child not yet reaped by its parent) is dead for our purpose
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
 def _clean(v):
     if isinstance(v, float) and not np.isfinite(v):
         return None
@@ -112,6 +127,8 @@ class Tracker:
         t = {k: str(v) for k, v in (tags or {}).items()}
         t.setdefault("fairmiss.version", fairmiss.__version__)
         t.setdefault("git.commit", git_commit())
+        t.setdefault("run.host", socket.gethostname())
+        t.setdefault("run.pid", str(os.getpid()))
         if parent_id:
             t["mlflow.parentRunId"] = parent_id
         run = self.client.create_run(self.experiment_id, run_name=run_name, tags=t)
@@ -202,12 +219,40 @@ class Tracker:
             if result.mask_summary is not None:
                 self.log_text(run_id, result.mask_summary.to_csv(index=False), "missingness_mask_summary.csv")
             if result.status == "ok" and log_model and result.model is not None and X_example is not None:
-                self.log_model(run_id, result.model, X_example)
+                try:
+                    self.log_model(run_id, result.model, X_example)
+                    self.set_tags(run_id, {"model.logged": "true"})
+                except Exception as exc:  # the cell's metrics stand; say why the model is absent
+                    logger.warning("cell %s: model not logged: %s", result.key, exc)
+                    self.set_tags(run_id, {"model.logged": "false", "model.error": str(exc)[:500]})
         except BaseException as exc:
             self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
             raise
         self.end_run(run_id, error=result.error if result.status != "ok" else None)
         return run_id
+
+    def reap_dead_runs(self) -> list[str]:
+        """Mark FAILED the RUNNING runs of this experiment whose process (same host) no longer exists.
+
+        A SIGKILLed or OOM-killed run cannot end itself; the next invocation cleans up after it, so
+        the store never shows a dead run as RUNNING. Runs of other hosts are left alone.
+        """
+        reaped = []
+        host = socket.gethostname()
+        for run in self.client.search_runs([self.experiment_id], filter_string="attributes.status = 'RUNNING'",
+                                           max_results=5000):
+            tags = run.data.tags
+            if tags.get("run.host") != host or not tags.get("run.pid", "").isdigit():
+                continue
+            pid = int(tags["run.pid"])
+            if pid == os.getpid() or _pid_alive(pid):
+                continue
+            self.end_run(run.info.run_id, error=f"process {pid} on {host} died while the run was RUNNING "
+                                                "(killed); marked FAILED by a later invocation")
+            reaped.append(run.info.run_id)
+        if reaped:
+            logger.warning("marked %d run(s) of dead processes as FAILED", len(reaped))
+        return reaped
 
     # ------------------------------------------------------------------ reading back
     def find_finished_parent(self, fingerprint: str) -> str | None:
