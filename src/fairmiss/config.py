@@ -112,11 +112,13 @@ MissingnessSpec = Annotated[NoMissingness | MCARGroup | MCAR | MAR | MNARCensor 
 # --------------------------------------------------------------------------- imputers
 class _ImputerBase(_Strict):
     add_indicator: bool = False
+    #: fit one imputer per group (paper 000 Remark 1); the group is passed as data at fit and transform
+    per_group: bool = False
     name: str | None = None
 
     @property
     def label(self) -> str:
-        return self.name or (self.kind + ("+mask" if self.add_indicator else ""))
+        return self.name or (("group_" if self.per_group else "") + self.kind + ("+mask" if self.add_indicator else ""))
 
 
 class SimpleImputerSpec(_ImputerBase):

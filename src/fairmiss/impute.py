@@ -45,4 +45,10 @@ def make_imputer(spec, seed: int):
         factory = IMPUTERS[spec.kind]
     except KeyError:
         raise ValueError(f"unknown imputer '{spec.kind}'; known: {sorted(IMPUTERS)}") from None
-    return factory(spec, seed)
+    imp = factory(spec, seed)
+    if imp is not None and getattr(spec, "per_group", False):
+        from fairmiss.models.imputers import GroupImputer
+
+        # indicators are added by the per-group wrapper so that all groups share one column layout
+        imp = GroupImputer(estimator=imp.set_params(add_indicator=False), add_indicator=spec.add_indicator)
+    return imp

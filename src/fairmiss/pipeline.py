@@ -211,9 +211,15 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         t0 = time.perf_counter()
         imputer = make_imputer(cell.imputer, seeds["imputer"] % (2**31))
         Xtr, Xte = X[tr], X[te]
+        group_kw = {}
         if imputer is not None:
-            Xtr = imputer.fit_transform(Xtr)
-            Xte = imputer.transform(Xte)
+            from fairmiss.models.imputers import GroupImputer
+
+            per_group = isinstance(imputer, GroupImputer)
+            Xtr = imputer.fit_transform(Xtr, **({"sensitive_features": s[tr]} if per_group else {}))
+            Xte = imputer.transform(Xte, **({"sensitive_features": s[te]} if per_group else {}))
+            if per_group:
+                group_kw = {"sensitive_features": s[te]}
         t1 = time.perf_counter()
         learner = make_learner(cell.learner, seeds["learner"] % (2**31), threads=threads, feature_names=data.features)
         learner.fit(Xtr, y[tr], s[tr])
@@ -225,7 +231,9 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         res.metrics["n_train"] = float(len(tr))
         res.metrics["n_test"] = float(len(te))
         res.confusion = group_confusion_matrices(y[te], pred, s[te])
-        steps = ([("impute", imputer)] if imputer is not None else []) + [("learner", learner.estimator)]
+        # the logged model maps raw features to predictions; with a per-group imputer or a learner
+        # that needs the group at predict time, only the learner is logged (the group is data)
+        steps = ([("impute", imputer)] if imputer is not None and not group_kw else []) + [("learner", learner.estimator)]
         res.model = Pipeline(steps) if not learner.needs_sensitive_predict else learner.estimator
         res.timings = {"impute_seconds": t1 - t0, "fit_seconds": t2 - t1, "predict_seconds": time.perf_counter() - t2}
         res.status = "ok"
@@ -250,7 +258,10 @@ def consistency_metrics(cfg, data, learner, Xte_model, imputer, Xte_raw, s_te, p
         block = [{idx[0]: 0}, {idx[0]: 1}] if len(idx) == 1 else [{j: int(j == k) for j in idx} for k in idx]
         copies = counterfactual_copies(Xte_raw, [block])
         if imputer is not None:
-            copies = [imputer.transform(c) for c in copies]
+            from fairmiss.models.imputers import GroupImputer
+
+            kw = {"sensitive_features": s_te} if isinstance(imputer, GroupImputer) else {}
+            copies = [imputer.transform(c, **kw) for c in copies]
         out[f"consistency_{name}"] = counterfactual_consistency(lambda Z: learner.predict(Z, s_te), copies)
     return out
 
