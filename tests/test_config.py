@@ -84,3 +84,8 @@ def test_config_hash_changes_with_content():
     a = parse_config(BASE).config_hash
     b = parse_config({**BASE, "seed": 1}).config_hash
     assert a != b and a == parse_config(BASE).config_hash
+
+
+def test_config_hash_ignores_execution_and_tracking():
+    a = parse_config(BASE).config_hash
+    assert a == parse_config({**BASE, "execution": {"max_workers": 1}, "tracking": {"uri": "sqlite:///x.db"}}).config_hash

@@ -383,7 +383,10 @@ class ExperimentConfig(_Strict):
 
     @property
     def config_hash(self) -> str:
-        return stable_hash(self.model_dump(mode="json", by_alias=True))
+        """Hash of what determines results: execution, tracking and prose are left out, so changing
+        the number of workers or the tracking store does not change the hash."""
+        return stable_hash(self.model_dump(mode="json", by_alias=True,
+                                           exclude={"execution", "tracking", "description", "quick"}))
 
     def cells(self) -> list[Cell]:
         out = []

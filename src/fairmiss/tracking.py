@@ -82,6 +82,23 @@ def _requirements() -> list[str]:
     return reqs
 
 
+@contextlib.contextmanager
+def _store_lock(uri: str):
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    import fcntl
+
+    lock = Path(uri[len("sqlite:///"):] + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -108,7 +125,15 @@ class Tracker:
     def __init__(self, uri: str | None = None, experiment_name: str = "fairmiss"):
         self.uri = resolve_uri(uri)
         mlflow.set_tracking_uri(self.uri)
-        self.client = MlflowClient(self.uri)
+        # Creating a SQLite store (schema migration) and an experiment are not safe when two
+        # processes do it at once; an OS file lock beside the database serialises that step.
+        with _store_lock(self.uri):
+            self.client = MlflowClient(self.uri)
+            self.client.search_experiments(max_results=1)  # forces schema creation under the lock
+            self.experiment_id = self._get_or_create(experiment_name)
+        self.experiment_name = experiment_name
+
+    def _get_or_create(self, experiment_name: str) -> str:
         exp = self.client.get_experiment_by_name(experiment_name)
         if exp is None:
             loc = None
@@ -116,11 +141,8 @@ class Tracker:
                 # artifacts beside the database: sqlite:///mlruns/mlflow.db -> mlruns/artifacts/<experiment>
                 db = Path(self.uri[len("sqlite:///"):])
                 loc = (db.resolve().parent / "artifacts" / experiment_name).as_uri()
-            exp_id = self.client.create_experiment(experiment_name, artifact_location=loc)
-        else:
-            exp_id = exp.experiment_id
-        self.experiment_id = exp_id
-        self.experiment_name = experiment_name
+            return self.client.create_experiment(experiment_name, artifact_location=loc)
+        return exp.experiment_id
 
     # ------------------------------------------------------------------ runs
     def start_run(self, run_name: str, *, parent_id: str | None = None, tags: dict | None = None) -> str:
