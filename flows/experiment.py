@@ -70,7 +70,8 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment"}) as parent:
         tracker.log_params(parent, {"config_path": config_path, "n_cells": len(cells),
                                     **pipeline._flatten(cfg.model_dump(mode="json", by_alias=True))})
-        tracker.log_dict(parent, data.info, "data/provenance.json")
+        tracker.log_dict(parent, {k: v for k, v in data.info.items() if k != "card"}, "data/provenance.json")
+        tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
         if data.docs_index:
             tracker.log_artifact(parent, Path(data.docs_index).parent, "data_docs")
         splits = {

@@ -39,6 +39,26 @@ SUMMARY_METRICS = (
 )
 
 
+def dataset_card(variant, df: pd.DataFrame, info: dict) -> str:
+    """Markdown card of a processed table: source, licence, preprocessing, counts by group × label,
+    missing values by group (logged with every run; the long-form cards are in docs/datasets.md)."""
+    g, y = variant.group, variant.label
+    lines = [f"# {variant.name}", "", variant.description, "",
+             f"* paper: {variant.paper}", f"* synthetic: {'yes — NOT real data' if variant.synthetic else 'no'}"]
+    for rf in variant.raw_files:
+        lines.append(f"* raw file `{rf.filename}`: {rf.url or rf.note} (sha256 {rf.sha256}) {rf.licence}")
+    lines.append("* preprocessing counts: " + ", ".join(f"{k} = {v}" for k, v in info.items() if k.startswith("rows")))
+    lines.append(f"* options: {info.get('options')}")
+    lines += ["", f"## rows by group ({g}) × label ({y})", ""]
+    ct = pd.crosstab(df[g].map(lambda v: f"{v} ({variant.group_encoding.get(v, v)})"), df[y])
+    lines.append(ct.to_string())
+    miss = df[list(variant.features)].isna().groupby(df[g]).mean()
+    miss = miss.loc[:, miss.any()]
+    lines += ["", "## share of missing values by group", ""]
+    lines.append("none" if miss.empty else miss.round(4).to_string())
+    return "\n".join(lines) + "\n"
+
+
 def frame_hash(df: pd.DataFrame) -> str:
     """Content hash of a table (values, column names and dtypes), independent of file format."""
     h = hashlib.sha256()
@@ -84,6 +104,7 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
     if old != h or not target.exists():
         atomic_write_with(target, lambda p: df.to_parquet(p, index=False), suffix=".parquet")
         atomic_write_json(meta, info)
+    info["card"] = dataset_card(variant, df, {k: v for k, v in info.items() if k != "card"})
     features = list(variant.features)
     if dataset_spec.group_as_feature:
         features = [*features, variant.group]
