@@ -143,7 +143,7 @@ def _cmd_serve(args) -> int:
     from flows.serve import serve
 
     print(f"serving {len(sched.deployments)} deployment(s): {', '.join(d.name for d in sched.deployments)}")
-    serve(args.schedules)
+    serve(args.schedules, results_dir=args.results_dir, processed_dir=args.processed_dir)
     return 0
 
 
@@ -186,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=_cmd_validate)
     p = sub.add_parser("serve", help="create Prefect deployments with schedules and run them")
     p.add_argument("schedules", nargs="?", default="params/schedules.yaml")
+    p.add_argument("--results-dir", default="results")
+    p.add_argument("--processed-dir", default="processed")
     p.set_defaults(fn=_cmd_serve)
     p = sub.add_parser("ui", help="MLflow UI for the local store on 127.0.0.1")
     p.add_argument("--port", type=int, default=5000)

@@ -73,7 +73,8 @@ def test_serve_creates_scheduled_deployment_and_runs_it(prefect_server, tmp_path
     sched.write_text(yaml.safe_dump({"deployments": [
         {"name": "test-nightly", "config": str(cfg), "cron": "0 3 * * *"}]}))
     log = open(tmp_path / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", str(sched)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", str(sched), "--results-dir",
+                             str(tmp_path / "results"), "--processed-dir", str(tmp_path / "processed")], cwd=ROOT,
                             env={**env, "PREFECT_API_URL": api, "PREFECT_RUNNER_POLL_FREQUENCY": "2"},
                             stdout=log, stderr=subprocess.STDOUT)
     try:
