@@ -74,18 +74,29 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
         if data.docs_index:
             tracker.log_artifact(parent, Path(data.docs_index).parent, "data_docs")
-        splits = {
-            (i, missingness_label(m)): split_task.submit(cfg, data, i, m)
-            for i in range(cfg.split.n_splits) for m in cfg.missingness
+        done = tracker.finished_cells(fingerprint) if cfg.execution.resume else {}
+        pending = [c for c in cells if c.key not in done]
+        if done:
+            log.info("resuming: %d of %d cells already FINISHED under this fingerprint", len(cells) - len(pending),
+                     len(cells))
+        split_keys = sorted({(c.split_index, missingness_label(c.missingness)) for c in pending})
+        miss_by_label = {missingness_label(m): m for m in cfg.missingness}
+        splits = {k: split_task.submit(cfg, data, k[0], miss_by_label[k[1]]) for k in split_keys}
+        futures = {
+            c.key: fit_evaluate_task.submit(cfg, c, data, splits[(c.split_index, missingness_label(c.missingness))],
+                                            threads)
+            for c in pending
         }
-        futures = [
-            fit_evaluate_task.submit(cfg, c, data, splits[(c.split_index, missingness_label(c.missingness))], threads)
-            for c in cells
-        ]
         results = []
         X_example = data.df[data.features].head(20)
-        for n, (cell, fut) in enumerate(zip(cells, futures, strict=True), 1):
-            res = fut.result()
+        for n, cell in enumerate(cells, 1):
+            if cell.key in done:
+                run = done[cell.key]
+                res = pipeline.reused_result(cell, run.data.params, run.data.metrics, run.info.run_id)
+                log.info("[%d/%d] %s: reused from run %s", n, len(cells), res.key, run.info.run_id)
+                results.append(res)
+                continue
+            res = futures[cell.key].result()
             tracker.log_cell(parent, res, tags=tags, log_model=cfg.tracking.log_models, X_example=X_example)
             results.append(res)
             log.info("[%d/%d] %s: %s", n, len(cells), res.key,
@@ -111,7 +122,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
             tracker.log_artifact(parent, path, "report")
         tracker.log_artifact(parent, out_dir / "metrics.json")
         tracker.log_artifact(parent, out_dir / "cells.csv")
-        tracker.set_tags(parent, {"n_failed": len(failed)})
+        tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results)})
     log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
     return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
             "results_dir": str(out_dir), "failed": failed}

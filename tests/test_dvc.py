@@ -77,5 +77,8 @@ def test_dvc_repro_fresh_clone(tmp_path, mirror):
     assert "up to date" in _run(dvc + ["status"], clone, env).lower()
 
     first = (clone / "results" / "compas_default" / "metrics.json").read_bytes()
-    _run([sys.executable, "-m", "flows.cli", "run", "params/compas_default.yaml", "--results-dir", "direct"], clone, env)
+    # a fresh tracking store, so that the direct run recomputes instead of resuming from the repro's runs
+    direct_env = {**env, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'direct.db'}"}
+    _run([sys.executable, "-m", "flows.cli", "run", "params/compas_default.yaml", "--results-dir", "direct"], clone,
+         direct_env)
     assert (clone / "direct" / "compas_default" / "metrics.json").read_bytes() == first

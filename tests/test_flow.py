@@ -107,9 +107,30 @@ def test_runs_visible_through_mlflow_server_rest_api(flow_run):
 
 
 def test_same_config_same_metrics(flow_run, tmp_path):
+    """Recomputed from scratch (resume off, fresh store): byte-identical metrics."""
+    import yaml
+
     tmp, cfg, out = flow_run
-    out2 = run_experiment(cfg, results_dir=str(tmp_path / "results"), processed_dir=str(tmp / "processed"))
+    d = yaml.safe_load(cfg.read_text())
+    d["execution"] = {"max_workers": 2, "resume": False}
+    d["tracking"] = {"uri": f"sqlite:///{tmp_path / 'other.db'}"}
+    cfg2 = tmp_path / "again.yaml"
+    cfg2.write_text(yaml.safe_dump(d))
+    out2 = run_experiment(cfg2, results_dir=str(tmp_path / "results"), processed_dir=str(tmp / "processed"))
+    assert not out2["failed"]
     a = (tmp / "results" / "compas_small" / "metrics.json").read_bytes()
     b = (tmp_path / "results" / "compas_small" / "metrics.json").read_bytes()
     assert a == b
     assert out2["parent_run_id"] != out["parent_run_id"]
+
+
+def test_rerun_resumes_from_finished_cells(flow_run, tmp_path):
+    """Same config, same store: every cell is reused from its FINISHED run, nothing recomputed."""
+    from mlflow.tracking import MlflowClient
+
+    tmp, cfg, out = flow_run
+    out2 = run_experiment(cfg, results_dir=str(tmp_path / "results"), processed_dir=str(tmp / "processed"))
+    parent = MlflowClient(out2["tracking_uri"]).get_run(out2["parent_run_id"])
+    assert parent.data.tags["n_reused"] == "4"
+    a = (tmp / "results" / "compas_small" / "metrics.json").read_bytes()
+    assert (tmp_path / "results" / "compas_small" / "metrics.json").read_bytes() == a

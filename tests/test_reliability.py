@@ -55,10 +55,13 @@ def test_sigkill_then_rerun(tmp_path):
     assert not [r for r in runs if r[2] == "RUNNING"], runs
     m = json.loads((tmp_path / "results_b" / "compas_small" / "metrics.json").read_text())
     assert m["n_failed"] == 0 and m["n_cells"] == 12
+    with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as c:
+        reused = c.execute("select value from tags where key='n_reused'").fetchall()
+    assert reused and int(reused[-1][0]) >= 2  # the cells finished before the kill were not recomputed
 
 
 def test_two_processes_share_one_store(tmp_path):
-    cfg = small_config(tmp_path, split={"n_splits": 2})
+    cfg = small_config(tmp_path, split={"n_splits": 2}, execution={"max_workers": 2, "resume": False})
     procs = [_flow(cfg, tmp_path, tag) for tag in ("a", "b")]
     for p in procs:
         _, err = p.communicate(timeout=900)

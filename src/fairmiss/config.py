@@ -327,6 +327,9 @@ class TrackingSpec(_Strict):
 
 class ExecutionSpec(_Strict):
     max_workers: Annotated[int, Field(ge=1, le=64)] = 2
+    #: reuse cells already FINISHED in the tracking store under the same fingerprint (config, raw
+    #: data, code commit): a crashed or interrupted sweep resumes where it stopped
+    resume: bool = True
     task_runner: Literal["thread", "dask"] = "thread"
     dask_address: str | None = None
 

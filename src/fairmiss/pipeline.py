@@ -180,6 +180,7 @@ class CellResult:
     model: object = None
     timings: dict = field(default_factory=dict)
     error: str | None = None
+    reused_from: str | None = None
 
 
 def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
@@ -285,6 +286,18 @@ def consistency_metrics(cfg, data, learner, Xte_model, imputer, Xte_raw, s_te, p
             copies = [imputer.transform(c, **kw) for c in copies]
         out[f"consistency_{name}"] = counterfactual_consistency(lambda Z: learner.predict(Z, s_te), copies)
     return out
+
+
+TIMING_KEYS = ("impute_seconds", "fit_seconds", "predict_seconds")
+
+
+def reused_result(cell: Cell, params: dict, metrics: dict, run_id: str) -> CellResult:
+    """A cell result rebuilt from a FINISHED tracked run (resume): same metrics, no model."""
+    return CellResult(
+        key=cell.key, method=cell.method, split_index=cell.split_index, missingness=missingness_label(cell.missingness),
+        imputer=cell.imputer.label, learner=cell.learner.label, status="ok", params=dict(params),
+        metrics={k: v for k, v in metrics.items() if k not in TIMING_KEYS}, reused_from=run_id,
+    )
 
 
 def summarise(results: list[CellResult]) -> dict:

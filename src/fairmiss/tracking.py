@@ -276,6 +276,16 @@ class Tracker:
             logger.warning("marked %d run(s) of dead processes as FAILED", len(reaped))
         return reaped
 
+    def finished_cells(self, fingerprint: str) -> dict[str, object]:
+        """Child runs FINISHED with status ok under ``fingerprint``, by cell key (newest wins)."""
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string=f"tags.`run.fingerprint` = '{fingerprint}' and attributes.status = 'FINISHED' "
+                          "and tags.`cell.status` = 'ok'",
+            max_results=50000, order_by=["attributes.start_time ASC"],
+        )
+        return {r.data.tags["cell.key"]: r for r in runs if "cell.key" in r.data.tags}
+
     # ------------------------------------------------------------------ reading back
     def find_finished_parent(self, fingerprint: str) -> str | None:
         runs = self.client.search_runs(
