@@ -52,3 +52,10 @@ def test_all_missing_column_in_train_is_handled(data):
                imputers=[{"kind": "mean"}, {"kind": "knn"}], learners=[{"kind": "decision_tree"}])
     assert all(r.status == "ok" for r in res), [r.error for r in res]
     assert np.isfinite(res[0].metrics["accuracy"])
+
+
+def test_randomized_learners_are_seeded(data):
+    """Exponentiated gradient predicts by sampling; the cell's seed makes it reproducible (found by dvc repro)."""
+    cfg = {"imputers": [{"kind": "mean"}], "learners": [{"kind": "exponentiated_gradient", "eps": 0.01}]}
+    a, b = _run(data, **cfg)[0], _run(data, **cfg)[0]
+    assert a.status == "ok" and a.metrics == b.metrics

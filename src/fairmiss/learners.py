@@ -33,6 +33,7 @@ class Learner:
     needs_sensitive_fit: bool = False
     needs_sensitive_predict: bool = False
     carve_validation: float | None = None  # fit the post-processor on a split carved from train
+    randomized_predict: bool = False  # predict samples (fairlearn EG): pass the cell's seed
     seed: int = 0
     info: dict = field(default_factory=dict)
 
@@ -57,11 +58,15 @@ class Learner:
         if self.needs_sensitive_predict:
             kw = {"random_state": self.seed} if self.carve_validation else {}  # randomized post-processor
             return np.asarray(self.estimator.predict(X, sensitive_features=sensitive_features, **kw))
+        if self.randomized_predict:
+            return np.asarray(self.estimator.predict(X, random_state=self.seed))
         return np.asarray(self.estimator.predict(X))
 
     def score(self, X, sensitive_features):
         """Scores for AUC: P(y = 1) where the estimator offers it, else the hard prediction."""
         est = self.estimator
+        if not self.needs_sensitive_predict and hasattr(est, "_pmf_predict"):  # fairlearn EG: P(y=1), not a draw
+            return np.asarray(est._pmf_predict(X))[:, 1]
         if not self.needs_sensitive_predict and hasattr(est, "predict_proba"):
             try:
                 return np.asarray(est.predict_proba(X))[:, 1]
@@ -172,7 +177,7 @@ def _expgrad(spec, seed, threads):
             "equalized_odds": EqualizedOdds, "demographic_parity": DemographicParity}[spec.constraint]
     est = ExponentiatedGradient(_base(spec, seed), constraints=cons(difference_bound=spec.eps), eps=spec.eps,
                                 max_iter=spec.max_iter)
-    return Learner(est, needs_sensitive_fit=True, seed=seed)
+    return Learner(est, needs_sensitive_fit=True, randomized_predict=True, seed=seed)
 
 
 def _threshold(spec, seed, threads):
