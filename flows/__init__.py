@@ -6,5 +6,9 @@ import os
 for _k, _v in {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "GX_ANALYTICS_ENABLED": "False",
                "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true",
                # the ephemeral server needs more than Prefect's default 20 s on a loaded 2-core machine
-               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"}.items():
+               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+               # One BLAS/OpenMP thread per worker: parallelism is across cells (execution.max_workers),
+               # so workers x threads never exceed the cores, and results do not depend on the machine's
+               # default BLAS thread count (the Zafar CCP was seen to end differently with 1 vs 2 threads).
+               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}.items():
     os.environ.setdefault(_k, _v)
