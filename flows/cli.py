@@ -2,6 +2,7 @@
 
     fairmiss run [CONFIG]      run an experiment (default: params/compas_default.yaml)
     fairmiss study NAME        run a paper study from params/studies/ (--quick: small version)
+    fairmiss report NAME       rebuild a study's self-contained HTML report and log it to MLflow
     fairmiss ingest DATASET    fetch and verify raw files (official URL or FAIRMISS_DATA_MIRROR)
     fairmiss datasets          list dataset variants, raw-file status and how to get missing files
     fairmiss validate CONFIG   check a config file without running anything
@@ -68,6 +69,20 @@ def _cmd_study(args) -> int:
         print(f"fairmiss: error: {exc}", file=sys.stderr)
         return 2
     return _cmd_run(args)
+
+
+def _cmd_report(args) -> int:
+    from pathlib import Path
+
+    def go():
+        cfg_path = args.name if Path(args.name).suffix in (".yaml", ".yml") else str(_study_path(args.name))
+        from flows.report import build_report
+
+        path = build_report(cfg_path, quick=args.quick, results_dir=args.results_dir,
+                            log_to_mlflow=not args.no_mlflow)
+        print(f"report: {path}")
+
+    return run_guarded(go)
 
 
 def _cmd_run(args) -> int:
@@ -174,6 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
     p.set_defaults(fn=_cmd_study)
+    p = sub.add_parser("report", help="rebuild a study's HTML report (NAME from params/studies/ or a config path)")
+    p.add_argument("name")
+    p.add_argument("--quick", action="store_true", help="the report of the study's --quick run")
+    p.add_argument("--results-dir", default="results")
+    p.add_argument("--no-mlflow", action="store_true", help="write the file only, log nothing")
+    p.set_defaults(fn=_cmd_report)
     p = sub.add_parser("ingest", help="fetch and verify a dataset's raw files ('all' for every dataset)")
     p.add_argument("dataset")
     p.add_argument("--raw-dir", default=None)

@@ -120,6 +120,14 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
 
         for path in tradeoff_report(results, cfg.fairness_metric, out_dir, title=cfg.experiment).values():
             tracker.log_artifact(parent, path, "report")
+        from fairmiss.report import html_report, write_cell_metrics
+
+        tracker.log_artifact(parent, write_cell_metrics(results, out_dir))
+        report = html_report(out_dir, title=cfg.experiment, fairness_metric=cfg.fairness_metric,
+                             references=cfg.references, description=cfg.description)
+        tracker.log_artifact(parent, report, "report")
+        for path in sorted(out_dir.glob("groups_*.png")):
+            tracker.log_artifact(parent, path, "report")
         tracker.log_artifact(parent, out_dir / "metrics.json")
         tracker.log_artifact(parent, out_dir / "cells.csv")
         tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results)})
@@ -159,6 +167,10 @@ def run_any(config_path: str | Path, *, quick: bool = False, **kw) -> dict:
         from flows.study003 import decile_flow
 
         return decile_flow(str(config_path), quick=quick, **kw)
+    if getattr(cfg, "study", None) == "002_table1_hcp":
+        from flows.study002 import hcp_flow
+
+        return hcp_flow(str(config_path), quick=quick, **kw)
     return run_experiment(config_path, quick=quick, **kw)
 
 

@@ -294,3 +294,53 @@ def test_T17_fixed_count_exact_and_bernoulli_within_tolerance(table3_frame):
         pd.testing.assert_series_equal(Xm[c], X[c])
     _, mask0 = missingness.mcar_group(X, {"sex": {0: 0.0, 1: 0.0}}, s, np.random.default_rng(0))
     assert not mask0.to_numpy().any()
+
+
+# --------------------------------------------------------------------------- per-cell summary
+def test_cell_diagnostics_match_the_underlying_functions_and_hand_values():
+    from fairmiss.diagnostics import cell_imputation_diagnostics
+
+    truth = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0, 6.0, 0.0], "b": [0.0] * 6, "c": [np.nan, 1, 1, 1, 1, 1.0]})
+    mask = np.array([[1, 0, 1], [1, 0, 0], [1, 0, 0], [0, 0, 0], [1, 0, 0], [0, 0, 0]], dtype=bool)
+    imputed = truth.fillna(0).to_numpy().copy()
+    imputed[:, 0] = [2.0, 2.0, 0.0, 4.0, 2.0, 0.0]
+    s = np.array([0, 0, 1, 1, 1, 0])
+    ind = np.column_stack([imputed, mask[:, :1].astype(float)])  # trailing indicator column is ignored
+    metrics, table = cell_imputation_diagnostics(truth, ind, mask, sensitive_features=s)
+    # hand values: group 0 masked a at rows 0,1 -> errors (1, 0); group 1 rows 2,4 -> errors (-3, -4)
+    assert metrics["imp_mse.a_group_0"] == 0.5 and metrics["imp_mse.a_group_1"] == 12.5
+    assert metrics["imp_rmse.a_group_1"] == pytest.approx(np.sqrt(12.5))
+    assert metrics["imp_bias.a_group_0"] == 0.5 and metrics["imp_bias.a_group_1"] == -3.5
+    assert metrics["imp_disc.a"] == 12.0
+    d = imputation_discrimination_risk(truth, imputed, pd.DataFrame(mask, columns=truth.columns),
+                                       sensitive_features=s, columns=["a"])
+    assert metrics["imp_disc.a"] == d.loc[0, "disc"]
+    f = theorem1_factors(truth["a"], mask[:, 0], sensitive_features=s)
+    assert metrics["imp_thm1_disc.a"] == f["predicted_disc"]
+    # b never masked; c's only masked cell has unknown truth -> no metric for either
+    assert not any(".b" in k or ".c" in k for k in metrics)
+    assert set(table["feature"]) == {"a"} and len(table) == 2
+    row = table.set_index("group").loc[1]
+    assert (row.n_missing, row.mse, row.disc, row.share_among_missing) == (2, 12.5, 12.0, f["p1_ms"])
+
+
+def test_cell_diagnostics_average_over_draws_and_skip_when_nothing_masked():
+    from fairmiss.diagnostics import cell_imputation_diagnostics
+
+    rng = np.random.default_rng(0)
+    x, m, s = _synthetic(400, 0.4, 0.1, rng)
+    T = pd.DataFrame({"x": x})
+    draws = [np.where(m, x + rng.normal(0, sd, len(x)), x)[:, None] for sd in (0.5, 1.0, 2.0)]
+    metrics, table = cell_imputation_diagnostics(T, draws, m[:, None], sensitive_features=s)
+    per_draw = [cell_imputation_diagnostics(T, Z, m[:, None], sensitive_features=s)[0] for Z in draws]
+    for g in (0, 1):
+        k = f"imp_mse.x_group_{g}"
+        assert metrics[k] == pytest.approx(np.mean([p[k] for p in per_draw]))
+        assert metrics[f"imp_rmse.x_group_{g}"] == pytest.approx(np.sqrt(metrics[k]))
+    assert metrics["imp_disc.x"] == pytest.approx(abs(metrics["imp_mse.x_group_0"] - metrics["imp_mse.x_group_1"]))
+    assert (table["n_draws"] == 3).all()
+    none_metrics, none_table = cell_imputation_diagnostics(T, draws[0], np.zeros((len(x), 1), bool),
+                                                           sensitive_features=s)
+    assert none_metrics == {} and none_table.empty
+    with pytest.raises(DiagnosticsError, match="shape"):
+        cell_imputation_diagnostics(T, draws[0], np.zeros((len(x), 2), bool), sensitive_features=s)

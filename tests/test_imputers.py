@@ -214,3 +214,96 @@ def test_mask_augmented_equals_add_indicator(grouped):
     b = SimpleImputer(add_indicator=True).fit_transform(Xm)
     np.testing.assert_array_equal(a, b)
     assert a.shape[1] == 5  # the complete column gets no indicator
+
+
+# --------------------------------------------------------------------------- shared MI base, config factories
+def test_mi_twins_share_one_implementation(clf_data):
+    from fairmiss.models.imputers import _MultipleImputationBase
+
+    for name in ("fit", "impute_draws", "_average"):
+        assert getattr(MultipleImputationClassifier, name) is getattr(_MultipleImputationBase, name)
+        assert getattr(MultipleImputationRegressor, name) is getattr(_MultipleImputationBase, name)
+    X, y = clf_data
+    reg = MultipleImputationRegressor(n_imputations=3, random_state=0).fit(X, y.astype(float))
+    draws = reg.impute_draws(X)
+    manual = np.mean([est.predict(Z) for est, Z in zip(reg.estimators_, draws, strict=True)], axis=0)
+    np.testing.assert_allclose(reg.predict(X), manual)
+    with pytest.raises(ValueError, match="n_imputations"):
+        MultipleImputationRegressor(n_imputations=-1).fit(X, y.astype(float))
+
+
+def test_mi_draw_cache_is_transparent(clf_data):
+    """Repeated draws of the same X are reused, but never change results, the estimator's state, or
+    survive a refit."""
+    import pickle
+
+    X, y = clf_data
+    clf = MultipleImputationClassifier(n_imputations=3, random_state=0).fit(X, y)
+    state = {k: v for k, v in clf.__dict__.items()}
+    a = clf.impute_draws(X)
+    a[0][:] = -1.0  # mutating a returned draw must not poison the cache
+    b = clf.impute_draws(X)
+    assert not (b[0] == -1.0).all() and len(b) == 3 and not np.isnan(b[0]).any()
+    assert not np.array_equal(b[0], b[1])  # distinct stochastic draws
+    p = clf.predict_proba(X)
+    clf.predict(X)
+    assert clf.__dict__.keys() == state.keys() and all(clf.__dict__[k] is v for k, v in state.items())
+    fresh = MultipleImputationClassifier(n_imputations=3, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(p, fresh.predict_proba(X))  # same as without cached draws
+    np.testing.assert_array_equal(clf.predict_proba(X[:50]), fresh.predict_proba(X[:50]))  # new data: new draws
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(X), p)
+    clf.set_params(random_state=1).fit(X, y)  # refit: cached draws of the old fit must not be reused
+    refit = MultipleImputationClassifier(n_imputations=3, random_state=1).fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(X), refit.predict_proba(X))
+    assert not np.array_equal(clf.predict_proba(X), p)
+
+
+def test_mismatch_imputer_forwards_groups_to_a_per_group_imputer(grouped):
+    _, Xm, s = grouped
+    n = len(Xm) // 2
+    imp = MismatchImputer(estimator=GroupImputer()).fit(Xm[:n], sensitive_features=s[:n])
+    Zte = imp.transform(Xm[n:], sensitive_features=s[n:])
+    Ztr = imp.transform_train(Xm[n:], sensitive_features=s[n:])
+    for g in (0, 1):
+        rows = (s[n:] == g) & np.isnan(Xm[n:, 0])
+        np.testing.assert_allclose(Zte[rows, 0], np.nanmean(Xm[n:][s[n:] == g, 0]))  # test-split group mean
+        np.testing.assert_allclose(Ztr[rows, 0], np.nanmean(Xm[:n][s[:n] == g, 0]))  # train-split group mean
+    from fairmiss.models.imputers import requires_groups
+
+    assert requires_groups(imp) and requires_groups(GroupImputer()) and not requires_groups(MismatchImputer())
+
+
+def test_config_factories_for_mismatch_and_multiple():
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairmiss.config import ConfigError, parse_config
+    from fairmiss.impute import make_imputer, wrap_multiple
+
+    base = {"experiment": "t", "dataset": {"name": "compas_000"}, "learners": [{"kind": "decision_tree"}]}
+    cfg = parse_config({**base, "imputers": [{"kind": "knn", "test_fit_on": "test"},
+                                             {"kind": "mean", "per_group": True, "test_fit_on": "test"},
+                                             {"kind": "multiple", "m": 3, "add_indicator": True}]})
+    knn, grp, mi = cfg.imputers
+    assert (knn.label, grp.label, mi.label) == ("knn@test", "group_mean@test", "multiple+mask")
+    a = make_imputer(knn, 0)
+    assert isinstance(a, MismatchImputer) and isinstance(a.estimator, KNNImputer) and a.test_fit_on == "test"
+    b = make_imputer(grp, 0)
+    assert isinstance(b, MismatchImputer) and isinstance(b.estimator, GroupImputer)
+    assert make_imputer(mi, 0) is None
+    w = wrap_multiple(mi, DecisionTreeClassifier(max_depth=2), 5)
+    assert isinstance(w, MultipleImputationClassifier) and w.n_imputations == 3 and w.random_state == 5
+    assert w.imputer.sample_posterior and w.imputer.add_indicator
+    plain = parse_config({**base, "imputers": [{"kind": "mean"}]}).imputers[0]
+    assert type(make_imputer(plain, 0)) is SimpleImputer
+    for bad, msg in [({"kind": "multiple", "m": 0}, "m"), ({"kind": "multiple", "per_group": True}, "per_group"),
+                     ({"kind": "none", "test_fit_on": "test"}, "test_fit_on"),
+                     ({"kind": "multiple", "test_fit_on": "test"}, "test_fit_on"),
+                     ({"kind": "mean", "test_fit_on": "both"}, "test_fit_on")]:
+        with pytest.raises(ConfigError, match=msg):
+            parse_config({**base, "imputers": [bad]})
+    with pytest.raises(ConfigError, match="multiple imputer wraps the learner"):
+        parse_config({**base, "imputers": [{"kind": "multiple"}],
+                      "learners": [{"kind": "exponentiated_gradient"}]})
+    # restricting the fairness learner to another imputer makes the config valid
+    parse_config({**base, "imputers": [{"kind": "multiple"}, {"kind": "mean"}],
+                  "learners": [{"kind": "exponentiated_gradient", "imputers": ["mean"]}, {"kind": "decision_tree"}]})

@@ -59,3 +59,133 @@ def test_randomized_learners_are_seeded(data):
     cfg = {"imputers": [{"kind": "mean"}], "learners": [{"kind": "exponentiated_gradient", "eps": 0.01}]}
     a, b = _run(data, **cfg)[0], _run(data, **cfg)[0]
     assert a.status == "ok" and a.metrics == b.metrics
+
+
+# --------------------------------------------------------------------------- imputation-fairness diagnostics
+def _test_split_truth(data, sp):
+    te = sp.test_idx
+    truth = data.df[data.features].iloc[te].reset_index(drop=True)
+    mask = sp.X.iloc[te].isna().reset_index(drop=True) & truth.notna()
+    return truth, mask, data.df[data.group].to_numpy()[te]
+
+
+def test_imputation_diagnostics_logged_per_cell_in_mlflow(data, tmp_path):
+    """Definition 1 / per-group error / Theorem 1 per masked column as metrics, the table as an artifact,
+    read back from a real sqlite store; none (MIA) logs nothing; mismatch mode logs Theorem 2's bound."""
+    import io
+
+    import mlflow
+    import pandas as pd
+
+    from fairmiss.diagnostics import imputation_discrimination_risk, imputation_error_table, mismatch_bound_from_model
+    from fairmiss.impute import make_imputer
+    from fairmiss.models.imputers import MismatchImputer
+    from fairmiss.tracking import Tracker
+
+    c = parse_config({**BASE, "imputers": [{"kind": "mean"}, {"kind": "none"}, {"kind": "knn", "test_fit_on": "test"},
+                                           {"kind": "multiple", "m": 2}],
+                      "learners": [{"kind": "decision_tree"}]})
+    tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "diag")
+    parent = tracker.start_run("parent")
+    res, runs = {}, {}
+    for cell in c.cells():
+        sp = pipeline.make_split(c, data, cell.split_index, cell.missingness)
+        r = pipeline.fit_evaluate(c, cell, data, sp)
+        assert r.status == "ok", r.error
+        res[r.imputer] = (r, sp)
+        runs[r.imputer] = tracker.log_cell(parent, r, tags={}, log_model=False)
+    tracker.end_run(parent)
+    client = tracker.client
+
+    # mean imputer: metrics equal an independent computation on the test split
+    r, sp = res["mean"]
+    truth, mask, s_te = _test_split_truth(data, sp)
+    imputed = make_imputer(c.imputers[0], 0).fit(sp.X.to_numpy(float)[sp.train_idx]).transform(
+        sp.X.to_numpy(float)[sp.test_idx])
+    want = imputation_discrimination_risk(truth, imputed, mask, sensitive_features=s_te).set_index("feature")
+    errs = imputation_error_table(truth, imputed, mask, sensitive_features=s_te).set_index(["feature", "group"])
+    logged = client.get_run(runs["mean"]).data.metrics
+    for col in ("priors_count", "sex"):  # Table 3 masks exactly these
+        assert logged[f"imp_disc.{col}"] == pytest.approx(want.loc[col, "disc"], rel=1e-12)
+        for g in (0, 1):
+            assert logged[f"imp_rmse.{col}_group_{g}"] == pytest.approx(errs.loc[(col, g), "rmse"], rel=1e-12)
+        assert f"imp_thm1_disc.{col}" in logged
+    assert not any(k.startswith("imp_") and "age" in k for k in logged)  # unmasked columns: nothing
+    assert not any(k.startswith("mismatch_bound") for k in logged)
+    arts = {a.path for a in client.list_artifacts(runs["mean"], "diagnostics")}
+    assert arts == {"diagnostics/imputation_diagnostics.csv"}
+    table = pd.read_csv(io.StringIO(mlflow.artifacts.load_text(
+        f"{client.get_run(runs['mean']).info.artifact_uri}/diagnostics/imputation_diagnostics.csv")))
+    assert set(table["feature"]) == {"priors_count", "sex"} and len(table) == 4
+    assert table.set_index(["feature", "group"]).loc[("sex", 1), "mse"] == pytest.approx(errs.loc[("sex", 1), "mse"])
+
+    # none (MIA): nothing imputed -> no diagnostics metric, no table
+    m_none = client.get_run(runs["none"]).data.metrics
+    assert not any(k.startswith(("imp_", "mismatch_bound")) for k in m_none) and "accuracy" in m_none
+    assert client.list_artifacts(runs["none"], "diagnostics") == []
+
+    # mismatch mode: Theorem 2 bound logged, holds, and equals diagnostics.mismatch_bound_from_model
+    r, sp = res["knn@test"]
+    m_mm = client.get_run(runs["knn@test"]).data.metrics
+    assert m_mm["mismatch_bound.holds"] == 1.0 and m_mm["mismatch_bound.complete_rows_agree"] == 1.0
+    assert m_mm["mismatch_bound.lhs"] <= m_mm["mismatch_bound.rhs"] + 1e-12
+    assert m_mm["mismatch_bound.tv0"] > 0  # the test-fitted k-NN imputer really differs
+    assert "imp_disc.priors_count" in m_mm
+    imp = make_imputer(c.imputers[2], 0)
+    assert isinstance(imp, MismatchImputer)
+    Xtr, Xte = sp.X.to_numpy(float)[sp.train_idx], sp.X.to_numpy(float)[sp.test_idx]
+    y, s = data.df[data.label].to_numpy(), data.df[data.group].to_numpy()
+    imp.fit(Xtr)
+    learner = r.model.named_steps["learner"]
+    ref = mismatch_bound_from_model(learner, Xte, y[sp.test_idx], sensitive_features=s[sp.test_idx],
+                                    imputer_train=imp, imputer_test=imp)
+    for k in ("lhs", "rhs", "tv0", "tv1", "disc_train"):
+        assert m_mm[f"mismatch_bound.{k}"] == pytest.approx(ref[k], abs=1e-12)
+
+    # multiple imputation: diagnostics over its m test-time draws
+    m_mi = client.get_run(runs["multiple"]).data.metrics
+    assert "imp_disc.sex" in m_mi and m_mi["imp_rmse.sex_group_0"] > 0
+    r, _ = res["multiple"]
+    tab = r.tables["imputation_diagnostics.csv"]
+    assert (tab["n_draws"] == 2).all()
+
+
+def test_diagnostics_skipped_when_nothing_masked(data):
+    res = _run(data, missingness=[{"kind": "none"}], imputers=[{"kind": "mean"}], learners=[{"kind": "decision_tree"}])
+    assert res[0].status == "ok" and not any(k.startswith("imp_") for k in res[0].metrics) and res[0].tables == {}
+    r = _run(data, imputers=[{"kind": "mean"}], learners=[{"kind": "decision_tree"}])[0]
+    assert "imp_disc.sex" in r.metrics
+    # its cost is recorded per cell (a benchmark figure in the README, not a timed test)
+    assert "diagnostics_seconds" in r.timings
+
+
+def test_multiple_imputation_cell_and_new_missingness_from_config(data):
+    cfg = {"missingness": [
+        {"kind": "mar", "name": "rank", "columns": ["priors_count"],
+         "drivers": ["age_cat_Less-than-25", "c_charge_degree"], "rate": 0.3, "link": "rank"},
+        {"kind": "ampute", "name": "amp", "prop": 0.3, "mechanism": "MAR",
+         "patterns": [{"columns": ["priors_count"], "freq": 0.6}, {"columns": ["priors_count", "sex"], "freq": 0.4}]}],
+        "imputers": [{"kind": "multiple", "m": 3}], "learners": [{"kind": "logistic_regression"}]}
+    a, b = _run(data, **cfg), _run(data, **cfg)
+    assert [r.status for r in a] == ["ok", "ok"], [r.error for r in a]
+    assert [r.metrics for r in a] == [r.metrics for r in b]  # seeded
+    assert all(0.55 < r.metrics["accuracy"] < 0.75 for r in a)
+    from sklearn.pipeline import Pipeline
+
+    from fairmiss.models.imputers import MultipleImputationClassifier
+
+    assert isinstance(a[0].model, Pipeline)
+    assert isinstance(a[0].model.named_steps["learner"], MultipleImputationClassifier)
+    assert a[0].model.named_steps["learner"].n_imputations == 3
+    assert "imp_disc.sex" in a[1].metrics and "imp_disc.sex" not in a[0].metrics  # only ampute masks sex
+
+
+def test_masking_group_or_label_is_rejected(data):
+    c = parse_config({**BASE, "missingness": [{"kind": "ampute", "name": "bad", "prop": 0.2,
+                                               "patterns": [{"columns": ["sex"], "freq": 1.0}]}],
+                      "imputers": [{"kind": "mean"}], "learners": [{"kind": "decision_tree"}]})
+    d = pipeline.Processed(data.dataset, data.df, data.features, "sex", data.label, data.info, data.data_hash)
+    from fairmiss.missingness import MissingnessError
+
+    with pytest.raises(MissingnessError, match="group or the label"):
+        pipeline.make_split(c, d, 0, c.missingness[0])

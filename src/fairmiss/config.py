@@ -78,14 +78,60 @@ class MCAR(_Strict):
 
 
 class MAR(_Strict):
-    """Missingness of each target column driven by observed driver columns (logistic)."""
+    """Missingness of each target column driven by observed driver columns.
+
+    ``link: logistic`` — P(M = 1) = σ(a + strength · mean standardised driver); ``link: rank`` —
+    P(M = 1) = min(1, c · rank of the driver score / n) (only the order matters; ``strength`` < 0
+    reverses the direction, 0 gives MCAR). In both, the expected rate is ``rate``."""
 
     kind: Literal["mar"] = "mar"
     name: str
-    columns: list[str]
-    drivers: list[str]
+    columns: list[str] = Field(min_length=1)
+    drivers: list[str] = Field(min_length=1)
     rate: Rate
     strength: float = 1.0
+    link: Literal["logistic", "rank"] = "logistic"
+
+    @model_validator(mode="after")
+    def _drivers_observed(self):
+        overlap = set(self.columns) & set(self.drivers)
+        if overlap:
+            raise ValueError(f"MAR drivers must stay observed; {sorted(overlap)} are also masked columns")
+        return self
+
+
+class AmputePattern(_Strict):
+    """One missingness pattern of :class:`Ampute`: the columns it removes and its relative frequency."""
+
+    columns: list[str] = Field(min_length=1)
+    freq: Rate
+    #: weights of the weighted sum score (default 1 for every score column)
+    weights: dict[str, float] | None = None
+
+
+class Ampute(_Strict):
+    """Multivariate amputation in the spirit of ``mice::ampute``: ``prop`` of the rows become
+    incomplete, pattern k accounts for ``freq_k`` of them, and the mechanism within a pattern is
+    MCAR, MAR (score of the columns the pattern keeps) or MNAR (score of the columns it removes),
+    shaped by ``type`` (right, left, mid, tail)."""
+
+    kind: Literal["ampute"] = "ampute"
+    name: str
+    prop: Rate
+    patterns: list[AmputePattern] = Field(min_length=1)
+    mechanism: Literal["MCAR", "MAR", "MNAR"] = "MCAR"
+    type: Literal["right", "left", "mid", "tail"] = "right"
+    strength: float = 1.0
+
+    @model_validator(mode="after")
+    def _patterns_consistent(self):
+        total = sum(p.freq for p in self.patterns)
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"pattern frequencies must sum to 1, got {total:g}")
+        sets = [frozenset(p.columns) for p in self.patterns]
+        if len(set(sets)) != len(sets):
+            raise ValueError("patterns must remove distinct column sets")
+        return self
 
 
 class MNARCensor(_Strict):
@@ -106,7 +152,8 @@ class Preset(_Strict):
     mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
 
 
-MissingnessSpec = Annotated[NoMissingness | MCARGroup | MCAR | MAR | MNARCensor | Preset, Field(discriminator="kind")]
+MissingnessSpec = Annotated[NoMissingness | MCARGroup | MCAR | MAR | MNARCensor | Ampute | Preset,
+                            Field(discriminator="kind")]
 
 
 # --------------------------------------------------------------------------- imputers
@@ -121,7 +168,18 @@ class _ImputerBase(_Strict):
         return self.name or (("group_" if self.per_group else "") + self.kind + ("+mask" if self.add_indicator else ""))
 
 
-class SimpleImputerSpec(_ImputerBase):
+class _FittedImputerBase(_ImputerBase):
+    #: where the *test-time* imputer is estimated: ``train`` (the proper protocol, paper 001 §2.2) or
+    #: ``test`` (paper 000 §3.2 mismatch: training data imputed by the train-fitted imputer, test data by
+    #: one refitted on the test split; the Theorem 2 bound is then logged as ``mismatch_bound.*``)
+    test_fit_on: Literal["train", "test"] = "train"
+
+    @property
+    def label(self) -> str:
+        return super().label + ("@test" if self.name is None and self.test_fit_on == "test" else "")
+
+
+class SimpleImputerSpec(_FittedImputerBase):
     kind: Literal["mean", "median", "most_frequent"]
 
 
@@ -130,15 +188,33 @@ class ConstantImputerSpec(_ImputerBase):
     fill_value: float = -1.0
 
 
-class KNNImputerSpec(_ImputerBase):
+class KNNImputerSpec(_FittedImputerBase):
     kind: Literal["knn"] = "knn"
     n_neighbors: Annotated[int, Field(ge=1)] = 5
 
 
-class IterativeImputerSpec(_ImputerBase):
+class IterativeImputerSpec(_FittedImputerBase):
     kind: Literal["iterative"] = "iterative"
     max_iter: Annotated[int, Field(ge=1)] = 10
     sample_posterior: bool = False
+
+
+class MultipleImputerSpec(_ImputerBase):
+    """Multiple imputation with test-time averaging (paper 001 §2.4, Theorem 2): ``m`` stochastic
+    draws of ``IterativeImputer(sample_posterior=True)``, one learner fitted per completed training
+    set, predicted probabilities averaged over ``m`` imputations of the test set. Wraps the learner,
+    so only learners without group-aware fit/predict pair with it (``MI_LEARNERS``)."""
+
+    kind: Literal["multiple"] = "multiple"
+    m: Annotated[int, Field(ge=1, le=100)] = 5
+    max_iter: Annotated[int, Field(ge=1)] = 10
+
+    @field_validator("per_group")
+    @classmethod
+    def _no_per_group(cls, v):
+        if v:
+            raise ValueError("per_group is not supported by the multiple imputer")
+        return v
 
 
 class NoImputerSpec(_ImputerBase):
@@ -148,7 +224,8 @@ class NoImputerSpec(_ImputerBase):
 
 
 ImputerSpec = Annotated[
-    SimpleImputerSpec | ConstantImputerSpec | KNNImputerSpec | IterativeImputerSpec | NoImputerSpec,
+    SimpleImputerSpec | ConstantImputerSpec | KNNImputerSpec | IterativeImputerSpec | MultipleImputerSpec
+    | NoImputerSpec,
     Field(discriminator="kind"),
 ]
 
@@ -313,6 +390,8 @@ LearnerSpec = Annotated[
 
 #: Learners that accept NaN in X (the "none" imputer path, MIA).
 NATIVE_MISSING = {"decision_tree", "random_forest", "xgboost", "hist_gradient_boosting", "fair_mip_forest"}
+#: Learners the multiple imputer can wrap (plain classifiers with predict_proba, no group at fit/predict).
+MI_LEARNERS = {"decision_tree", "logistic_regression", "random_forest", "xgboost", "hist_gradient_boosting"}
 
 METRICS = Literal[
     "accuracy", "balanced_accuracy", "auc", "fpr", "fnr", "tpr", "tnr", "selection_rate", "error",
@@ -332,6 +411,20 @@ class ExecutionSpec(_Strict):
     resume: bool = True
     task_runner: Literal["thread", "dask"] = "thread"
     dask_address: str | None = None
+
+
+class ReferenceSpec(_Strict):
+    """A paper's published numbers for some methods of a study, for the report's paper-vs-ours table.
+
+    ``values`` maps a method (our ``imputer+learner`` label, or just the learner's name) to
+    ``{metric: value}`` in *our* metric names and conventions (e.g. ``error_group_1``); ``sd`` holds the
+    paper's standard deviations where it printed them. ``source`` says where the numbers come from and
+    any convention translated on the way (it is printed in the report)."""
+
+    source: str
+    values: dict[str, dict[str, float]]
+    sd: dict[str, dict[str, float]] = Field(default_factory=dict)
+    loose: bool = False  # the spec calls these loose reference points (e.g. read off a figure)
 
 
 class ExperimentConfig(_Strict):
@@ -361,6 +454,8 @@ class ExperimentConfig(_Strict):
         return v
 
     quick: dict[str, Any] | None = None  # overrides applied by `--quick` (e.g. fewer splits)
+    #: the paper's published numbers, shown beside ours by `fairmiss report` (not used by any run)
+    references: ReferenceSpec | None = None
     #: counterfactual consistency metrics (paper 004): name -> feature columns to flip; one column is
     #: a binary attribute (0 <-> 1), several are a one-hot block (every level tried)
     consistency: dict[str, list[str]] = Field(default_factory=dict)
@@ -382,6 +477,16 @@ class ExperimentConfig(_Strict):
                 "learners that cannot take NaN need an imputer: " + "; ".join(bad)
                 + f" (learners with native missing support: {sorted(NATIVE_MISSING)})"
             )
+        bad_mi = [
+            f"imputer '{imp.label}' with learner '{ln.label}'"
+            for imp in self.imputers if imp.kind == "multiple"
+            for ln in self.learners if ln.kind not in MI_LEARNERS and _pairs(ln, imp)
+        ]
+        if bad_mi:
+            raise ValueError(
+                "the multiple imputer wraps the learner and needs a plain classifier: " + "; ".join(bad_mi)
+                + f" (supported: {sorted(MI_LEARNERS)}; restrict with the learner's 'imputers' list)"
+            )
         return self
 
     @property
@@ -389,7 +494,8 @@ class ExperimentConfig(_Strict):
         """Hash of what determines results: execution, tracking and prose are left out, so changing
         the number of workers or the tracking store does not change the hash."""
         return stable_hash(self.model_dump(mode="json", by_alias=True,
-                                           exclude={"execution", "tracking", "description", "quick"}))
+                                           exclude={"execution", "tracking", "description", "quick",
+                                                    "references"}))
 
     def cells(self) -> list[Cell]:
         out = []
@@ -453,6 +559,8 @@ def load_study_config(path: str | Path, *, quick: bool = False):
             data = _deep_merge(data, data["quick"])
             data["experiment"] = f"{data['experiment']}-quick"
         try:
+            if data.get("study") == "002_table1_hcp":
+                return HCPStudyConfig.model_validate(data)
             return DecileStudyConfig.model_validate(data)
         except ValidationError as exc:
             raise ConfigError(_format_errors(path, exc)) from None
@@ -552,3 +660,41 @@ def load_config(path: str | Path, *, quick: bool = False) -> ExperimentConfig:
         data = _deep_merge(data, over)
         data["experiment"] = f"{data.get('experiment', 'x')}-quick"
     return parse_config(data, path)
+
+
+class HCPStudyConfig(_Strict):
+    """Paper 002 Table 1 (HCP connectomes, scanner as the group): eight models over repeated random
+    splits, per-scanner metrics in both conventions and Mann–Whitney tests (:mod:`fairmiss.study002`).
+
+    ``dataset`` defaults to ``hcp_synthetic`` (a labelled synthetic stand-in); set it to ``hcp`` when
+    the restricted-access files are in the raw directory."""
+
+    study: Literal["002_table1_hcp"]
+    experiment: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    description: str = ""
+    seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    dataset: DatasetSpec = DatasetSpec(name="hcp_synthetic")
+    n_components: Annotated[int, Field(ge=1)] = 30
+    n_splits: Annotated[int, Field(ge=1, le=1000)] = 300
+    test_size: Annotated[float, Field(gt=0, lt=1)] = 0.3
+    models: list[Literal["SVD", "SVD_Z", "LASSO_u", "RF_u", "OG", "SOG", "LASSO", "RF"]] = Field(
+        default_factory=lambda: ["SVD", "SVD_Z", "LASSO_u", "RF_u", "OG", "SOG", "LASSO", "RF"], min_length=1)
+    og_variant: Literal["paper", "optimal"] = "paper"
+    sog_t: Annotated[float, Field(ge=1)] | None = None  # None: 0.6·sqrt(p) (SparseOrthogonalGroupSVD default)
+    sog_tol: Annotated[float, Field(gt=0)] = 1e-5  # relative change of the rank-1 objective [GAP]
+    sog_max_iter: Annotated[int, Field(ge=1)] = 100
+    lasso_C: Annotated[float, Field(gt=0)] = 0.1
+    rf_n_estimators: Annotated[int, Field(ge=1)] = 500
+    threshold: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05  # Mann–Whitney level (the paper gives none)
+    ecdf_split: Annotated[int, Field(ge=0)] = 0
+    tracking: TrackingSpec = TrackingSpec()
+    quick: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _check(self):
+        if len(set(self.models)) != len(self.models):
+            raise ValueError(f"models: duplicated names in {self.models}")
+        if self.ecdf_split >= self.n_splits:
+            raise ValueError(f"ecdf_split={self.ecdf_split} must be < n_splits={self.n_splits}")
+        return self

@@ -4,6 +4,12 @@ All are fitted on the training split only (the pipeline guarantees it) and never
 group or the label. ``add_indicator=True`` appends the missingness mask of columns that had
 missing values in training ("imputation + mask", paper 001). ``none`` returns ``None``: the
 learner receives NaN and must handle it itself (MIA trees, HistGradientBoosting, XGBoost).
+
+``test_fit_on: test`` wraps the imputer in :class:`~fairmiss.models.imputers.MismatchImputer`
+(paper 000 §3.2): ``fit_transform`` imputes the training split with the train-fitted imputer,
+``transform`` refits a clone on the data it is given (the test split). ``multiple`` also returns
+``None`` from :func:`make_imputer`: the imputation lives inside the learner, which
+:func:`wrap_multiple` turns into a :class:`~fairmiss.models.imputers.MultipleImputationClassifier`.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from sklearn.experimental import enable_iterative_imputer  # noqa: F401
 from sklearn.impute import IterativeImputer, KNNImputer, SimpleImputer
 
-__all__ = ["make_imputer", "IMPUTERS"]
+__all__ = ["make_imputer", "wrap_multiple", "IMPUTERS"]
 
 
 def _simple(spec, seed):
@@ -36,6 +42,7 @@ IMPUTERS = {
     "mean": _simple, "median": _simple, "most_frequent": _simple,
     "constant": _constant, "knn": _knn, "iterative": _iterative,
     "none": lambda spec, seed: None,
+    "multiple": lambda spec, seed: None,  # see wrap_multiple
 }
 
 
@@ -51,4 +58,19 @@ def make_imputer(spec, seed: int):
 
         # indicators are added by the per-group wrapper so that all groups share one column layout
         imp = GroupImputer(estimator=imp.set_params(add_indicator=False), add_indicator=spec.add_indicator)
+    if imp is not None and getattr(spec, "test_fit_on", "train") == "test":
+        from fairmiss.models.imputers import MismatchImputer
+
+        imp = MismatchImputer(estimator=imp, test_fit_on="test")
     return imp
+
+
+def wrap_multiple(spec, estimator, seed: int):
+    """The learner ``estimator`` inside multiple imputation with test-time averaging (paper 001 §2.4):
+    ``spec.m`` draws of ``IterativeImputer(sample_posterior=True)``, seeds derived from ``seed``."""
+    from fairmiss.models.imputers import MultipleImputationClassifier
+
+    imputer = IterativeImputer(max_iter=spec.max_iter, sample_posterior=True, add_indicator=spec.add_indicator,
+                               keep_empty_features=True)
+    return MultipleImputationClassifier(estimator=estimator, imputer=imputer, n_imputations=spec.m,
+                                        random_state=seed)

@@ -29,7 +29,10 @@ __all__ = [
     "mcar",
     "mcar_group",
     "mar_logistic",
+    "mar_rank",
     "mnar_censor",
+    "ampute",
+    "masked_columns",
     "inject",
     "mask_summary",
     "check_mask",
@@ -61,6 +64,16 @@ def _check_columns(X: pd.DataFrame, cols) -> None:
         raise MissingnessError(f"missingness refers to unknown column(s) {missing}; columns are {list(X.columns)}")
 
 
+def _check_rate(rate, what: str) -> float:
+    try:
+        r = float(rate)
+    except (TypeError, ValueError):
+        raise MissingnessError(f"{what}: rate must be a number in [0, 1], got {rate!r}") from None
+    if not 0.0 <= r <= 1.0:
+        raise MissingnessError(f"{what}: rate must be in [0, 1], got {rate!r}")
+    return r
+
+
 def _apply(X: pd.DataFrame, mask: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     Xm = X.copy()
     for c in mask.columns:
@@ -78,7 +91,7 @@ def mcar(X: pd.DataFrame, rates: Mapping[str, float], rng: np.random.Generator):
     _check_columns(X, rates)
     mask = _empty_mask(X)
     for c, p in rates.items():
-        mask[c] = rng.random(len(X)) < p
+        mask[c] = rng.random(len(X)) < _check_rate(p, f"column '{c}'")
     return _apply(X, mask)
 
 
@@ -111,6 +124,7 @@ def mcar_group(
             raise MissingnessError(f"column '{c}': rates given for group value(s) {sorted(unknown)} absent from the data")
         col = np.zeros(len(X), dtype=bool)
         for s, p in by_group.items():
+            p = _check_rate(p, f"column '{c}', group {s}")
             idx = np.flatnonzero(group == s)
             if mode == "bernoulli":
                 col[idx] = rng.random(len(idx)) < p
@@ -135,10 +149,11 @@ def _logistic_intercept(score: np.ndarray, rate: float) -> float:
     return (lo + hi) / 2
 
 
-def mar_logistic(X: pd.DataFrame, columns, drivers, rate: float, rng: np.random.Generator, strength: float = 1.0):
-    """MAR: P(M_j = 1 | X_obs) = σ(a + strength · mean of standardised drivers), a set so that the
-    expected rate is ``rate``. Drivers must be fully observed and not among the masked columns."""
+def _driver_score(X: pd.DataFrame, columns, drivers) -> np.ndarray:
+    """Mean of the standardised driver columns (drivers observed and distinct from the masked columns)."""
     _check_columns(X, list(columns) + list(drivers))
+    if not list(drivers):
+        raise MissingnessError("MAR needs at least one driver column")
     overlap = set(columns) & set(drivers)
     if overlap:
         raise MissingnessError(f"MAR drivers must stay observed; {sorted(overlap)} are also masked")
@@ -147,7 +162,14 @@ def mar_logistic(X: pd.DataFrame, columns, drivers, rate: float, rng: np.random.
         raise MissingnessError(f"MAR drivers {list(drivers)} contain missing values")
     sd = D.std(axis=0)
     Z = (D - D.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-    score = strength * Z.mean(axis=1)
+    return Z.mean(axis=1)
+
+
+def mar_logistic(X: pd.DataFrame, columns, drivers, rate: float, rng: np.random.Generator, strength: float = 1.0):
+    """MAR: P(M_j = 1 | X_obs) = σ(a + strength · mean of standardised drivers), a set so that the
+    expected rate is ``rate``. Drivers must be fully observed and not among the masked columns."""
+    rate = _check_rate(rate, "MAR")
+    score = strength * _driver_score(X, columns, drivers)
     p = 1 / (1 + np.exp(-(score + _logistic_intercept(score, rate)))) if 0 < rate < 1 else np.full(len(X), rate)
     mask = _empty_mask(X)
     for c in columns:
@@ -155,9 +177,151 @@ def mar_logistic(X: pd.DataFrame, columns, drivers, rate: float, rng: np.random.
     return _apply(X, mask)
 
 
+def rank_probabilities(score: np.ndarray, rate: float) -> np.ndarray:
+    """P(M_i = 1) = min(1, c · r_i / n) with r_i the (average-tie) rank of ``score`` in 1..n and c set
+    (bisection) so that the mean probability is ``rate``; equal scores give P = rate (MCAR)."""
+    from scipy.stats import rankdata
+
+    n = len(score)
+    if n == 0 or rate <= 0:
+        return np.zeros(n)
+    if rate >= 1:
+        return np.ones(n)
+    r = rankdata(score, method="average") / n
+    lo, hi = 0.0, 1.0 / r.min()  # at hi every probability is 1
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if np.minimum(1.0, mid * r).mean() < rate:
+            lo = mid
+        else:
+            hi = mid
+    return np.minimum(1.0, (lo + hi) / 2 * r)
+
+
+def mar_rank(X: pd.DataFrame, columns, drivers, rate: float, rng: np.random.Generator, strength: float = 1.0):
+    """Rank-based MAR: P(M_j = 1 | X_obs) grows linearly with the rank of the driver score (mean of the
+    standardised drivers), P_i = min(1, c · rank_i / n), c set so that the expected rate is ``rate``.
+    ``strength`` < 0 reverses the direction (low driver values go missing); 0 gives MCAR. Unlike the
+    logistic link, only the order of the driver matters (robust to outliers and skew)."""
+    rate = _check_rate(rate, "MAR")
+    score = np.sign(strength) * _driver_score(X, columns, drivers)
+    p = rank_probabilities(score, rate)
+    mask = _empty_mask(X)
+    for c in columns:
+        mask[c] = rng.random(len(X)) < p
+    return _apply(X, mask)
+
+
+def _ampute_patterns(X: pd.DataFrame, patterns) -> list[dict]:
+    if not patterns:
+        raise MissingnessError("ampute needs at least one pattern")
+    out, seen = [], set()
+    for k, pat in enumerate(patterns):
+        pat = dict(pat) if isinstance(pat, Mapping) else pat.model_dump()
+        cols = list(pat.get("columns") or [])
+        if not cols:
+            raise MissingnessError(f"ampute pattern {k}: 'columns' must list at least one column")
+        _check_columns(X, cols)
+        key = frozenset(cols)
+        if key in seen:
+            raise MissingnessError(f"ampute pattern {k}: column set {sorted(cols)} repeats an earlier pattern")
+        seen.add(key)
+        freq = _check_rate(pat.get("freq"), f"ampute pattern {k} freq")
+        weights = pat.get("weights")
+        if weights:
+            _check_columns(X, list(weights))
+        out.append({"columns": cols, "freq": freq, "weights": weights})
+    total = sum(p["freq"] for p in out)
+    if abs(total - 1.0) > 1e-6:
+        raise MissingnessError(f"ampute pattern frequencies must sum to 1, got {total:g}")
+    return out
+
+
+def ampute(X: pd.DataFrame, patterns, prop: float, rng: np.random.Generator, *, mechanism: str = "MCAR",
+           type: str = "right", strength: float = 1.0):
+    """Multivariate amputation in the spirit of ``mice::ampute`` (Schouten, Lugtig & Vink 2018).
+
+    Each row is assigned to one candidate pattern k with probability ``freq_k`` (a pattern is the set
+    of columns it removes). Within candidate set k a row is made incomplete with probability p_i
+    whose mean is ``prop``:
+
+    * ``MCAR`` — p_i = prop;
+    * ``MAR`` — p_i = σ(a_k + strength · f(z_i)), z_i the standardised weighted sum score of the
+      columns the pattern keeps observed (default weight 1 each, or the pattern's ``weights``
+      restricted to observed columns);
+    * ``MNAR`` — as MAR, with the score of the columns the pattern removes (their true values);
+    * ``type`` shapes f as in ampute: ``right`` f = z (high scores missing), ``left`` f = −z,
+      ``mid`` f = 0.75 − |z|, ``tail`` f = |z| − 0.75; a_k is set by bisection so that the mean of
+      p_i over the candidate set is ``prop``.
+
+    So about ``prop`` of all rows become incomplete and pattern k accounts for about ``freq_k`` of
+    them. Scores need fully observed score columns.
+    """
+    prop = _check_rate(prop, "ampute prop")
+    if mechanism not in ("MCAR", "MAR", "MNAR"):
+        raise MissingnessError(f"ampute mechanism must be MCAR, MAR or MNAR, got {mechanism!r}")
+    if type not in ("right", "left", "mid", "tail"):
+        raise MissingnessError(f"ampute type must be right, left, mid or tail, got {type!r}")
+    pats = _ampute_patterns(X, patterns)
+    n = len(X)
+    assign = rng.choice(len(pats), size=n, p=np.array([p["freq"] for p in pats]) / sum(p["freq"] for p in pats))
+    mask = _empty_mask(X)
+    u = rng.random(n)
+    for k, pat in enumerate(pats):
+        rows = np.flatnonzero(assign == k)
+        if rows.size == 0:
+            continue
+        if mechanism == "MCAR" or prop in (0.0, 1.0):
+            p = np.full(rows.size, prop)
+        else:
+            if mechanism == "MAR":
+                score_cols = [c for c in X.columns if c not in pat["columns"]]
+            else:
+                score_cols = list(pat["columns"])
+            w = pat["weights"]
+            if w:
+                score_cols = [c for c in score_cols if w.get(c, 0.0) != 0.0]
+            if not score_cols:
+                raise MissingnessError(f"ampute pattern {k}: no {mechanism} score column (pattern removes "
+                                       f"{pat['columns']}, weights {w})")
+            D = X.iloc[rows][score_cols].astype(float).to_numpy()
+            if np.isnan(D).any():
+                raise MissingnessError(f"ampute pattern {k}: score columns {score_cols} contain missing values")
+            sd = D.std(axis=0)
+            Z = (D - D.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+            wt = np.array([w.get(c, 0.0) for c in score_cols]) if w else np.ones(len(score_cols))
+            sc = Z @ wt
+            sc = (sc - sc.mean()) / (sc.std() if sc.std() > 0 else 1.0)
+            f = {"right": sc, "left": -sc, "mid": 0.75 - np.abs(sc), "tail": np.abs(sc) - 0.75}[type] * strength
+            p = 1 / (1 + np.exp(-(f + _logistic_intercept(f, prop))))
+        hit = rows[u[rows] < p]
+        for c in pat["columns"]:
+            mask.iloc[hit, mask.columns.get_loc(c)] = True
+    return _apply(X, mask)
+
+
+def pattern_table(mask: pd.DataFrame, patterns) -> pd.DataFrame:
+    """Realised share of each configured pattern among incomplete rows (and rows matching none)."""
+    M = mask.to_numpy()
+    inc = M.any(axis=1)
+    n_inc = int(inc.sum())
+    rows, matched = [], np.zeros(len(mask), dtype=bool)
+    for k, pat in enumerate(patterns):
+        cols = list(pat["columns"] if isinstance(pat, Mapping) else pat.columns)
+        want = mask.columns.isin(cols)
+        hit = (M == want).all(axis=1)
+        matched |= hit
+        rows.append({"pattern": k, "columns": ",".join(cols), "n_rows": int(hit.sum()),
+                     "share_among_incomplete": hit.sum() / n_inc if n_inc else 0.0})
+    rows.append({"pattern": -1, "columns": "<other>", "n_rows": int((inc & ~matched).sum()),
+                 "share_among_incomplete": (inc & ~matched).sum() / n_inc if n_inc else 0.0})
+    return pd.DataFrame(rows)
+
+
 def mnar_censor(X: pd.DataFrame, columns, rate: float):
     """MNAR self-masking by censoring: entries above the column's (1 - rate) quantile removed."""
     _check_columns(X, columns)
+    rate = _check_rate(rate, "MNAR censoring")
     mask = _empty_mask(X)
     for c in columns:
         v = X[c].astype(float).to_numpy()
@@ -177,9 +341,29 @@ def resolve(spec) -> dict:
     return spec.model_dump(exclude={"name"})
 
 
-def inject(X: pd.DataFrame, spec, *, group: np.ndarray, rng: np.random.Generator):
-    """Apply a missingness spec (config model or dict from :func:`resolve`)."""
+def masked_columns(spec) -> list[str]:
+    """Columns a missingness spec (config model or dict) may mask."""
     kw = resolve(spec) if hasattr(spec, "kind") else dict(spec)
+    if kw["kind"] == "ampute":
+        out = []
+        for p in kw["patterns"]:
+            out += [c for c in (p["columns"] if isinstance(p, Mapping) else p.columns) if c not in out]
+        return out
+    if "rates" in kw:
+        return list(kw["rates"])
+    return list(kw.get("columns", []))
+
+
+def inject(X: pd.DataFrame, spec, *, group: np.ndarray, rng: np.random.Generator, protected=()):
+    """Apply a missingness spec (config model or dict from :func:`resolve`).
+
+    ``protected`` names columns that must never be masked (the group and the label): a spec that
+    lists one raises :class:`MissingnessError` before anything is drawn."""
+    kw = resolve(spec) if hasattr(spec, "kind") else dict(spec)
+    bad = sorted(set(masked_columns(kw)) & set(protected))
+    if bad:
+        raise MissingnessError(f"missingness would mask protected column(s) {bad} "
+                               "(the group and the label are never masked)")
     kind = kw.pop("kind")
     if kind == "none":
         return X.copy(), _empty_mask(X)
@@ -188,7 +372,13 @@ def inject(X: pd.DataFrame, spec, *, group: np.ndarray, rng: np.random.Generator
     if kind == "mcar":
         return mcar(X, kw["rates"], rng)
     if kind == "mar":
-        return mar_logistic(X, kw["columns"], kw["drivers"], kw["rate"], rng, kw.get("strength", 1.0))
+        fn = {"logistic": mar_logistic, "rank": mar_rank}.get(kw.get("link", "logistic"))
+        if fn is None:
+            raise MissingnessError(f"unknown MAR link '{kw.get('link')}'; known: logistic, rank")
+        return fn(X, kw["columns"], kw["drivers"], kw["rate"], rng, kw.get("strength", 1.0))
+    if kind == "ampute":
+        return ampute(X, kw["patterns"], kw["prop"], rng, mechanism=kw.get("mechanism", "MCAR"),
+                      type=kw.get("type", "right"), strength=kw.get("strength", 1.0))
     if kind == "mnar_censor":
         return mnar_censor(X, kw["columns"], kw["rate"])
     raise MissingnessError(f"unknown missingness kind '{kind}'")
@@ -236,10 +426,39 @@ def check_mask(mask: pd.DataFrame, spec, group: np.ndarray, *, original: pd.Data
                     f"column '{r['column']}', group {r['group']}: realised missing rate "
                     f"{r['missing_rate_given_group']:.3f} vs configured {p}"
                 )
-    elif kw["kind"] in ("mcar",):
-        listed = set(kw["rates"])
-    elif kw["kind"] in ("mar", "mnar_censor"):
+    elif kw["kind"] in ("mcar", "mar"):
+        listed = set(kw["rates"]) if kw["kind"] == "mcar" else set(kw["columns"])
+        n = len(mask)
+        for c in sorted(listed):
+            p = kw["rates"][c] if kw["kind"] == "mcar" else kw["rate"]
+            realised = float(mask[c].mean()) if n else 0.0
+            # MAR draws are independent Bernoulli(p_i) with mean p: variance <= p(1 - p)/n
+            if abs(realised - p) > 4 * np.sqrt(p * (1 - p) / max(n, 1)) + 1 / max(n, 1):
+                problems.append(f"column '{c}': realised missing rate {realised:.3f} vs configured {p}")
+    elif kw["kind"] == "mnar_censor":
         listed = set(kw["columns"])
+        n = len(mask)
+        for c in sorted(listed):
+            if mask[c].sum() > np.ceil(kw["rate"] * n) + 1:
+                problems.append(f"column '{c}': {int(mask[c].sum())} entries censored, more than rate {kw['rate']}")
+    elif kw["kind"] == "ampute":
+        listed = set(masked_columns(kw))
+        n = len(mask)
+        inc = mask[sorted(listed)].to_numpy().any(axis=1) if listed else np.zeros(n, bool)
+        p = kw["prop"]
+        if abs(inc.mean() - p) > 4 * np.sqrt(p * (1 - p) / max(n, 1)) + 1 / max(n, 1):
+            problems.append(f"share of incomplete rows {inc.mean():.3f} vs configured prop {p}")
+        tab = pattern_table(mask, kw["patterns"])
+        n_inc = int(inc.sum())
+        if tab.loc[tab["pattern"] == -1, "n_rows"].iloc[0]:
+            problems.append("rows with a missingness pattern that was not configured")
+        for _, r in tab[tab["pattern"] >= 0].iterrows():
+            f = kw["patterns"][int(r["pattern"])]
+            f = f["freq"] if isinstance(f, Mapping) else f.freq
+            tol = 4 * np.sqrt(f * (1 - f) / max(n_inc, 1)) + 1 / max(n_inc, 1)
+            if n_inc and abs(r["share_among_incomplete"] - f) > tol:
+                problems.append(f"pattern {int(r['pattern'])} ({r['columns']}): share among incomplete rows "
+                                f"{r['share_among_incomplete']:.3f} vs configured freq {f}")
     untouched = [c for c in mask.columns if c not in listed and mask[c].any()]
     if untouched:
         problems.append(f"unlisted columns were masked: {untouched}")

@@ -2,8 +2,9 @@
 
 ``prepare`` (raw → validated processed table) → for each split and missingness spec
 ``make_split`` (seeded split + injection + mask check) → for each cell ``fit_evaluate``
-(impute on train only → train → evaluate on test) → ``summarise`` (mean and standard error
-over splits per method). Nothing here talks to Prefect, DVC or MLflow.
+(impute on train only → train → evaluate on test → imputation-fairness diagnostics on the test
+split, :func:`imputation_diagnostics`) → ``summarise`` (mean and standard error over splits per
+method). Nothing here talks to Prefect, DVC or MLflow.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from sklearn.pipeline import Pipeline
 from fairmiss.config import Cell, ExperimentConfig, missingness_label
 from fairmiss.data import get_variant
 from fairmiss.data.validate import validate_table
-from fairmiss.impute import make_imputer
+from fairmiss.impute import make_imputer, wrap_multiple
 from fairmiss.io import atomic_write_json, atomic_write_with
 from fairmiss.learners import make_learner
 from fairmiss.metrics import evaluate, group_confusion_matrices
-from fairmiss.missingness import MissingnessError, check_mask, inject, mask_summary
+from fairmiss.missingness import MissingnessError, check_mask, inject, mask_summary, masked_columns
 from fairmiss.seeds import derive_seed
 from fairmiss.splits import split_indices
 
@@ -142,9 +143,10 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
     tr, te = split_indices(y, s, test_size=cfg.split.test_size, seed=seeds["split"] % (2**31),
                            stratify=cfg.split.stratify)
     X = df[data.features]
-    if any(c in (data.group, data.label) for c in _masked_columns(miss_spec)):
+    if any(c in (data.group, data.label) for c in masked_columns(miss_spec)):
         raise MissingnessError(f"missingness '{mlabel}' would mask the group or the label")
-    Xm, mask = inject(X, miss_spec, group=s, rng=np.random.default_rng(seeds["missingness"]))
+    Xm, mask = inject(X, miss_spec, group=s, rng=np.random.default_rng(seeds["missingness"]),
+                      protected=(data.group, data.label))
     problems = check_mask(mask, miss_spec, s, original=X, masked=Xm)
     if problems:
         raise MissingnessError(f"missingness '{mlabel}' failed validation: " + "; ".join(problems))
@@ -155,12 +157,7 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
 
 
 def _masked_columns(spec) -> list[str]:
-    from fairmiss.missingness import resolve
-
-    kw = resolve(spec)
-    if "rates" in kw:
-        return list(kw["rates"])
-    return list(kw.get("columns", []))
+    return masked_columns(spec)
 
 
 @dataclass
@@ -181,6 +178,8 @@ class CellResult:
     timings: dict = field(default_factory=dict)
     error: str | None = None
     reused_from: str | None = None
+    #: tables logged as CSV artifacts of the cell's run, by file name (e.g. imputation diagnostics)
+    tables: dict = field(default_factory=dict)
 
 
 def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
@@ -235,15 +234,20 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         Xtr, Xte = X[tr], X[te]
         group_kw = {}
         if imputer is not None:
-            from fairmiss.models.imputers import GroupImputer
+            from fairmiss.models.imputers import requires_groups
 
-            per_group = isinstance(imputer, GroupImputer)
+            per_group = requires_groups(imputer)
             Xtr = imputer.fit_transform(Xtr, **({"sensitive_features": s[tr]} if per_group else {}))
             Xte = imputer.transform(Xte, **({"sensitive_features": s[te]} if per_group else {}))
             if per_group:
                 group_kw = {"sensitive_features": s[te]}
         t1 = time.perf_counter()
         learner = make_learner(cell.learner, seeds["learner"] % (2**31), threads=threads, feature_names=data.features)
+        if cell.imputer.kind == "multiple":
+            if learner.needs_sensitive_fit or learner.needs_sensitive_predict or learner.carve_validation:
+                raise ValueError(f"the multiple imputer cannot wrap learner '{cell.learner.label}' (it needs the "
+                                 "group at fit or predict time)")
+            learner.estimator = wrap_multiple(cell.imputer, learner.estimator, seeds["imputer"] % (2**31))
         learner.fit(Xtr, y[tr], s[tr])
         t2 = time.perf_counter()
         pred = learner.predict(Xte, s[te])
@@ -257,13 +261,90 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         # that needs the group at predict time, only the learner is logged (the group is data)
         steps = ([("impute", imputer)] if imputer is not None and not group_kw else []) + [("learner", learner.estimator)]
         res.model = Pipeline(steps) if not learner.needs_sensitive_predict else learner.estimator
-        res.timings = {"impute_seconds": t1 - t0, "fit_seconds": t2 - t1, "predict_seconds": time.perf_counter() - t2}
+        t4 = time.perf_counter()
+        diag, tables = imputation_diagnostics(cell, data, split, imputer, learner, Xte, group_kw, pred)
+        res.metrics.update(diag)
+        res.tables.update(tables)
+        res.timings = {"impute_seconds": t1 - t0, "fit_seconds": t2 - t1, "predict_seconds": t4 - t2,
+                       "diagnostics_seconds": time.perf_counter() - t4}
         res.status = "ok"
     except Exception as exc:  # captured so one failing cell does not kill the sweep
         logger.error("cell %s failed: %s", cell.key, exc)
         res.status = "failed"
         res.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
     return res
+
+
+class _Predictor:
+    """``predict(X)`` of a fitted learner on the test rows (the group is passed as data when needed)."""
+
+    def __init__(self, learner, s):
+        self.learner, self.s = learner, s
+
+    def predict(self, X):
+        return self.learner.predict(X, self.s)
+
+
+class _Transformer:
+    """``transform(X)`` through a fitted imputer's method, with the group when it needs one."""
+
+    def __init__(self, fn, kw):
+        self.fn, self.kw = fn, kw
+
+    def transform(self, X):
+        return self.fn(X, **self.kw)
+
+
+def imputation_diagnostics(cell: Cell, data: Processed, split: SplitData, imputer, learner, Xte_imputed,
+                           group_kw: dict, pred=None) -> tuple[dict, dict]:
+    """Imputation-fairness diagnostics of one cell on the test split (paper 000 §3), as metrics and tables.
+
+    * Definition 1 and per-group imputation error for every injected column, on the test cells that
+      were masked and whose true (pre-injection) value is known (:func:`~fairmiss.diagnostics.
+      cell_imputation_diagnostics`); for the multiple imputer, over its m test-time draws. Skipped
+      when the imputer is ``none`` (MIA: nothing is imputed) or nothing is masked in the test split.
+    * With ``test_fit_on: test``, Theorem 2's bound (eq. 6, pushforward TV) comparing the learner on
+      train-fitted vs test-fitted imputations of the test split, as ``mismatch_bound.*`` (``holds`` and
+      ``complete_rows_agree`` are 1.0 / 0.0), plus the table ``mismatch_bound.csv``.
+
+    Metric names: ``imp_disc.<col>``, ``imp_{mse,rmse,bias}.<col>_group_<g>``, ``imp_thm1_disc.<col>``.
+    Cost: ~3 ms CPU per cell on COMPAS (numpy on the test split; the imputed matrix is reused).
+    """
+    from fairmiss.diagnostics import cell_imputation_diagnostics, mismatch_bound, mismatch_bound_from_model
+
+    metrics, tables = {}, {}
+    if cell.imputer.kind == "none":
+        return metrics, tables
+    te = split.test_idx
+    X_masked = split.X.to_numpy(dtype=float)[te]
+    s_te = data.df[data.group].to_numpy()[te]
+    if getattr(cell.imputer, "test_fit_on", "train") == "test" and imputer is not None:
+        # rows with any missing entry (injected or real) are the M = 1 rows of the bound
+        y_te = data.df[data.label].to_numpy()[te]
+        if pred is None:
+            b = mismatch_bound_from_model(
+                _Predictor(learner, s_te), X_masked, y_te, sensitive_features=s_te,
+                imputer_train=_Transformer(imputer.transform_train, group_kw),
+                imputer_test=_Transformer(imputer.transform, group_kw))
+        else:  # the same computation without refitting the test-time imputer: h(f^test(X̃)) is ``pred``
+            y_train_imp = learner.predict(imputer.transform_train(X_masked, **group_kw), s_te)
+            b = mismatch_bound(y_te, y_train_imp, pred, sensitive_features=s_te,
+                               missing_rows=np.isnan(X_masked).any(axis=1))
+        for k, v in b.items():
+            metrics[f"mismatch_bound.{k}"] = float(v)
+        tables["mismatch_bound.csv"] = pd.DataFrame([b])
+    X_true = data.df[data.features].to_numpy(dtype=float)[te]
+    mask = np.isnan(X_masked) & ~np.isnan(X_true)
+    if not mask.any():
+        return metrics, tables
+    imputed = (learner.estimator.impute_draws(X_masked) if cell.imputer.kind == "multiple"
+               else np.asarray(Xte_imputed, dtype=float))
+    diag, table = cell_imputation_diagnostics(pd.DataFrame(X_true, columns=data.features), imputed, mask,
+                                              sensitive_features=s_te)
+    metrics.update(diag)
+    if not table.empty:
+        tables["imputation_diagnostics.csv"] = table
+    return metrics, tables
 
 
 def consistency_metrics(cfg, data, learner, Xte_model, imputer, Xte_raw, s_te, pred) -> dict:
@@ -280,15 +361,15 @@ def consistency_metrics(cfg, data, learner, Xte_model, imputer, Xte_raw, s_te, p
         block = [{idx[0]: 0}, {idx[0]: 1}] if len(idx) == 1 else [{j: int(j == k) for j in idx} for k in idx]
         copies = counterfactual_copies(Xte_raw, [block])
         if imputer is not None:
-            from fairmiss.models.imputers import GroupImputer
+            from fairmiss.models.imputers import requires_groups
 
-            kw = {"sensitive_features": s_te} if isinstance(imputer, GroupImputer) else {}
+            kw = {"sensitive_features": s_te} if requires_groups(imputer) else {}
             copies = [imputer.transform(c, **kw) for c in copies]
         out[f"consistency_{name}"] = counterfactual_consistency(lambda Z: learner.predict(Z, s_te), copies)
     return out
 
 
-TIMING_KEYS = ("impute_seconds", "fit_seconds", "predict_seconds")
+TIMING_KEYS = ("impute_seconds", "fit_seconds", "predict_seconds", "diagnostics_seconds")
 
 
 def reused_result(cell: Cell, params: dict, metrics: dict, run_id: str) -> CellResult:

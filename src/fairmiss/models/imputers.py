@@ -7,6 +7,8 @@
   imputations (``IterativeImputer(sample_posterior=True)``, one derived seed per draw), one model
   per completed training set, and test-time averaging of predictions over m test imputations
   (paper 001, Theorem 2 and eq. 5).
+  Both are thin subclasses of one shared base (fit, draws, averaging); ``impute_draws`` exposes the
+  m completed test matrices (the pipeline's diagnostics use them). Config: imputer ``kind: multiple``.
 * :class:`MismatchImputer` -- the train/test mismatch mode of paper 000 §3.2: the imputer used at
   test time is estimated on the *test* data (or is a different imputer), while the training data
   are imputed with the train-fitted imputer.
@@ -21,7 +23,11 @@ in ``fit``. Randomness comes only from ``random_state``, resolved in ``fit``.
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
+import threading
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin, clone
@@ -41,6 +47,7 @@ __all__ = [
     "MultipleImputationRegressor",
     "MismatchImputer",
     "MaskAugmentedImputer",
+    "requires_groups",
     "ALL_MISSING_IN_GROUP",
     "WRONG_LENGTH",
 ]
@@ -202,7 +209,42 @@ class GroupImputer(_NaNTagsMixin, TransformerMixin, BaseEstimator):
 
 
 # --------------------------------------------------------------------------- multiple imputation
+#: recent test-time draws of multiple-imputation estimators (see ``impute_draws``)
+_DRAW_CACHE: OrderedDict = OrderedDict()
+_DRAW_CACHE_LOCK = threading.Lock()
+_DRAW_CACHE_SIZE = 4
+
+
 class _MultipleImputationBase(_NaNTagsMixin, BaseEstimator):
+    """Shared machinery of the multiple-imputation twins (paper 001 §2.4, Theorem 2).
+
+    For k = 1..m: draw a stochastic imputation of the training set (the imputer's ``random_state``
+    set to the k-th seed derived from ``random_state``) and fit a clone of ``estimator`` on it. At
+    prediction time the test set is imputed by the k-th imputer (a fresh posterior draw) and the m
+    outputs are averaged (:meth:`_average`): probabilities for the classifier, predictions for the
+    regressor. Subclasses set ``_y_numeric``, :meth:`_default_estimator`, :meth:`_check_targets`
+    and their prediction methods.
+
+    Parameters
+    ----------
+    estimator : estimator, default=None
+        Model fitted on each completed training set; ``None`` means the subclass default.
+    imputer : transformer, default=None
+        Stochastic imputer; ``None`` means ``IterativeImputer(sample_posterior=True, max_iter=10)``.
+        Its ``random_state`` (if any) is set to the derived seed of each draw.
+    n_imputations : int, default=5
+        Number of draws m.
+    random_state : int, RandomState or None, default=None
+        Resolved once in ``fit``; the m seeds are drawn from it.
+
+    Attributes
+    ----------
+    seeds_ : ndarray of shape (m,)
+    imputers_, estimators_ : list of fitted objects, one per draw
+    """
+
+    _y_numeric = False
+
     def __init__(self, *, estimator=None, imputer=None, n_imputations=5, random_state=None):
         self.estimator = estimator
         self.imputer = imputer
@@ -212,11 +254,32 @@ class _MultipleImputationBase(_NaNTagsMixin, BaseEstimator):
     def _default_estimator(self):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _fit_draws(self, X, y):
+    def _check_targets(self, y) -> None:
+        """Validate targets and set fitted target attributes (``classes_``); default: nothing."""
+
+    def fit(self, X, y):
+        """Fit m (imputer, estimator) pairs, one per stochastic imputation of X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), NaN for missing
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            If ``n_imputations`` is not a positive integer.
+        """
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype="numeric",
+                             y_numeric=self._y_numeric, reset=True)
+        self._check_targets(y)
         if not isinstance(self.n_imputations, int | np.integer) or self.n_imputations < 1:
             raise ValueError(f"n_imputations must be a positive integer, got {self.n_imputations!r}")
         rs = check_random_state(self.random_state)
-        self.random_state_ = rs
         self.seeds_ = rs.randint(0, 2**31 - 1, size=self.n_imputations)
         base_imp = (IterativeImputer(sample_posterior=True, max_iter=10, keep_empty_features=True)
                     if self.imputer is None else self.imputer)
@@ -234,38 +297,56 @@ class _MultipleImputationBase(_NaNTagsMixin, BaseEstimator):
             self.imputers_.append(imp)
             self.estimators_.append(est)
         logger.debug("%s: fitted %d imputation draws", type(self).__name__, self.n_imputations)
+        return self
 
-    def _draws(self, X):
-        """Yield (estimator, completed test matrix) per draw.
+    def impute_draws(self, X) -> list[np.ndarray]:
+        """The m completed versions of X used at prediction time (one per draw).
 
         Each fitted imputer is deep-copied before ``transform`` so that its internal random
-        state is not advanced: repeated predictions on the same X are identical.
+        state is not advanced: repeated calls (and predictions) on the same X are identical.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        list of ndarray of shape (n_samples, n_features [+ indicators])
         """
         check_is_fitted(self, "estimators_")
         X = validate_data(self, X, ensure_all_finite="allow-nan", dtype="numeric", reset=False)
-        for imp, est in zip(self.imputers_, self.estimators_, strict=True):
-            yield est, copy.deepcopy(imp).transform(X)
+        # predict, predict_proba and the pipeline's diagnostics all ask for the draws of the same test
+        # matrix; they are deterministic, so recent results are kept in a small module-level LRU keyed
+        # by (estimator, fitted imputers, data hash) -- the estimator itself is never modified.
+        digest = hashlib.sha1(np.ascontiguousarray(X, dtype=float).tobytes()).hexdigest()
+        key = (id(self), X.shape, digest)
+        with _DRAW_CACHE_LOCK:
+            hit = _DRAW_CACHE.get(key)
+            if hit is not None and hit[0]() is self and hit[1] is self.imputers_:
+                _DRAW_CACHE.move_to_end(key)
+                return [Z.copy() for Z in hit[2]]
+        draws = [np.asarray(copy.deepcopy(imp).transform(X), dtype=float) for imp in self.imputers_]
+        with _DRAW_CACHE_LOCK:
+            _DRAW_CACHE[key] = (weakref.ref(self), self.imputers_, draws)
+            _DRAW_CACHE.move_to_end(key)
+            while len(_DRAW_CACHE) > _DRAW_CACHE_SIZE:
+                _DRAW_CACHE.popitem(last=False)
+        return [Z.copy() for Z in draws]
+
+    def _average(self, X, output):
+        """Mean over the m draws of ``output(estimator_k, k-th completed X)``."""
+        total = None
+        for est, Xk in zip(self.estimators_, self.impute_draws(X), strict=True):
+            o = np.asarray(output(est, Xk), dtype=float)
+            total = o if total is None else total + o
+        return total / len(self.estimators_)
 
 
 class MultipleImputationClassifier(ClassifierMixin, _MultipleImputationBase):
-    """Multiple imputation with test-time averaging of predicted probabilities.
+    """Multiple imputation with test-time averaging of predicted probabilities (paper 001, eq. 5).
 
-    For k = 1..m: draw a stochastic imputation of the training set (imputer with a seed derived
-    from ``random_state``), fit a clone of ``estimator`` on it; at prediction time impute the test
-    set with the k-th imputer (a fresh posterior draw) and average the m predicted probability
-    vectors (paper 001, Theorem 2: test-time conditional multiple imputation).
-
-    Parameters
-    ----------
-    estimator : classifier, default=None
-        Model fitted on each completed training set; ``None`` means ``LogisticRegression``.
-    imputer : transformer, default=None
-        Stochastic imputer; ``None`` means ``IterativeImputer(sample_posterior=True, max_iter=10)``.
-        Its ``random_state`` (if any) is set to the derived seed of each draw.
-    n_imputations : int, default=5
-        Number of draws m.
-    random_state : int, RandomState or None, default=None
-        Resolved once in ``fit``; the m seeds are drawn from it.
+    See :class:`_MultipleImputationBase` for the procedure and parameters; ``estimator=None``
+    means ``LogisticRegression(max_iter=1000)``.
 
     Attributes
     ----------
@@ -287,23 +368,9 @@ class MultipleImputationClassifier(ClassifierMixin, _MultipleImputationBase):
     def _default_estimator(self):
         return LogisticRegression(max_iter=1000)
 
-    def fit(self, X, y):
-        """Fit m (imputer, classifier) pairs.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), NaN for missing
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype="numeric", reset=True)
+    def _check_targets(self, y) -> None:
         check_classification_targets(y)
         self.classes_ = np.unique(y)
-        self._fit_draws(X, y)
-        return self
 
     def predict_proba(self, X):
         """Average of the m models' probabilities, each on its own test imputation.
@@ -316,12 +383,12 @@ class MultipleImputationClassifier(ClassifierMixin, _MultipleImputationBase):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        total = None
-        for est, Xk in self._draws(X):
+        def proba(est, Xk):
             p = np.zeros((Xk.shape[0], len(self.classes_)))
             p[:, np.searchsorted(self.classes_, est.classes_)] = est.predict_proba(Xk)
-            total = p if total is None else total + p
-        return total / len(self.estimators_)
+            return p
+
+        return self._average(X, proba)
 
     def predict(self, X):
         """Class with the largest averaged probability.
@@ -340,13 +407,7 @@ class MultipleImputationClassifier(ClassifierMixin, _MultipleImputationBase):
 class MultipleImputationRegressor(RegressorMixin, _MultipleImputationBase):
     """Regression counterpart of :class:`MultipleImputationClassifier` (averages predictions).
 
-    Parameters
-    ----------
-    estimator : regressor, default=None
-        ``None`` means ``Ridge(alpha=1e-6)``.
-    imputer : transformer, default=None
-    n_imputations : int, default=5
-    random_state : int, RandomState or None, default=None
+    See :class:`_MultipleImputationBase`; ``estimator=None`` means ``Ridge(alpha=1e-6)``.
 
     Examples
     --------
@@ -358,24 +419,10 @@ class MultipleImputationRegressor(RegressorMixin, _MultipleImputationBase):
     (200,)
     """
 
+    _y_numeric = True
+
     def _default_estimator(self):
         return Ridge(alpha=1e-6)
-
-    def fit(self, X, y):
-        """Fit m (imputer, regressor) pairs.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), NaN for missing
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype="numeric", y_numeric=True, reset=True)
-        self._fit_draws(X, y)
-        return self
 
     def predict(self, X):
         """Mean of the m models' predictions, each on its own test imputation.
@@ -388,8 +435,7 @@ class MultipleImputationRegressor(RegressorMixin, _MultipleImputationBase):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        preds = [np.asarray(est.predict(Xk), dtype=float) for est, Xk in self._draws(X)]
-        return np.mean(preds, axis=0)
+        return self._average(X, lambda est, Xk: est.predict(Xk))
 
 
 # --------------------------------------------------------------------------- mismatch
@@ -437,13 +483,15 @@ class MismatchImputer(_NaNTagsMixin, TransformerMixin, BaseEstimator):
             return self.test_estimator
         return _default_imputer() if self.estimator is None else self.estimator
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, sensitive_features=None):
         """Fit the training-time imputer (and the test-time one if ``test_fit_on="train"``).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : ignored
+        sensitive_features : array-like of shape (n_samples,), optional
+            Forwarded to the inner imputers (needed when they are :class:`GroupImputer`).
 
         Returns
         -------
@@ -452,32 +500,35 @@ class MismatchImputer(_NaNTagsMixin, TransformerMixin, BaseEstimator):
         if self.test_fit_on not in ("test", "train"):
             raise ValueError(f"test_fit_on must be 'test' or 'train', got {self.test_fit_on!r}")
         X = validate_data(self, X, ensure_all_finite="allow-nan", dtype="numeric", reset=True)
+        kw = _group_kw(sensitive_features)
         base = _default_imputer() if self.estimator is None else self.estimator
-        self.train_imputer_ = clone(base).fit(X)
-        self.test_imputer_ = clone(self._test_base()).fit(X) if self.test_fit_on == "train" else None
+        self.train_imputer_ = clone(base).fit(X, **kw)
+        self.test_imputer_ = clone(self._test_base()).fit(X, **kw) if self.test_fit_on == "train" else None
         return self
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X, y=None, *, sensitive_features=None):
         """Fit on X and impute X with the *training-time* imputer.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : ignored
+        sensitive_features : array-like of shape (n_samples,), optional
 
         Returns
         -------
         X_out : ndarray
         """
-        self.fit(X, y)
-        return self.transform_train(X)
+        self.fit(X, y, sensitive_features=sensitive_features)
+        return self.transform_train(X, sensitive_features=sensitive_features)
 
-    def transform_train(self, X):
+    def transform_train(self, X, *, sensitive_features=None):
         """Impute with the training-time imputer (no mismatch).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+        sensitive_features : array-like of shape (n_samples,), optional
 
         Returns
         -------
@@ -485,14 +536,15 @@ class MismatchImputer(_NaNTagsMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "train_imputer_")
         X = validate_data(self, X, ensure_all_finite="allow-nan", dtype="numeric", reset=False)
-        return self.train_imputer_.transform(X)
+        return self.train_imputer_.transform(X, **_group_kw(sensitive_features))
 
-    def transform(self, X):
+    def transform(self, X, *, sensitive_features=None):
         """Impute with the test-time imputer (fitted on X itself when ``test_fit_on="test"``).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+        sensitive_features : array-like of shape (n_samples,), optional
 
         Returns
         -------
@@ -500,10 +552,25 @@ class MismatchImputer(_NaNTagsMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "train_imputer_")
         X = validate_data(self, X, ensure_all_finite="allow-nan", dtype="numeric", reset=False)
+        kw = _group_kw(sensitive_features)
         if self.test_fit_on == "train":
-            return self.test_imputer_.transform(X)
+            return self.test_imputer_.transform(X, **kw)
         logger.debug("MismatchImputer: refitting the test-time imputer on %d rows", X.shape[0])
-        return clone(self._test_base()).fit(X).transform(X)
+        return clone(self._test_base()).fit(X, **kw).transform(X, **kw)
+
+
+def _group_kw(sensitive_features) -> dict:
+    return {} if sensitive_features is None else {"sensitive_features": sensitive_features}
+
+
+def requires_groups(imputer) -> bool:
+    """Whether ``imputer.fit``/``transform`` need ``sensitive_features`` (a per-group imputer, possibly
+    inside a :class:`MismatchImputer`)."""
+    if isinstance(imputer, GroupImputer):
+        return True
+    if isinstance(imputer, MismatchImputer):
+        return any(isinstance(e, GroupImputer) for e in (imputer.estimator, imputer.test_estimator))
+    return False
 
 
 # --------------------------------------------------------------------------- + mask

@@ -1,0 +1,123 @@
+"""The study report: long per-cell metric table, per-group bars, paper-vs-ours comparison, the
+self-contained HTML written by the flow, and `fairmiss report` rebuilding + logging it to MLflow."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import small_config
+
+from fairmiss.config import ReferenceSpec
+from fairmiss.report import group_metric_table, reference_comparison
+
+
+def _long():
+    # two splits, one method, hand-made values
+    rows = []
+    for split, (acc, a0, a1) in enumerate([(0.60, 0.55, 0.65), (0.70, 0.65, 0.75)]):
+        for metric, v in (("accuracy", acc), ("accuracy_group_0", a0), ("accuracy_group_1", a1),
+                          ("fnr_difference", 0.1 * (split + 1))):
+            rows.append({"key": f"s{split}", "split": split, "missingness": "none", "method": "mean+OR",
+                         "metric": metric, "value": v})
+    return pd.DataFrame(rows)
+
+
+def test_group_metric_table_mean_and_se():
+    gt = group_metric_table(_long())
+    g0 = gt[(gt.metric == "accuracy") & (gt.group == "0")].iloc[0]
+    assert g0["mean"] == pytest.approx(0.60)
+    assert g0["se"] == pytest.approx(np.std([0.55, 0.65], ddof=1) / np.sqrt(2))
+    assert set(gt.metric) == {"accuracy"}  # 'fnr_difference' and overall 'accuracy' are not per group
+
+
+def test_reference_comparison_matches_learner_name_and_reports_sd_units():
+    ref = ReferenceSpec(source="hand", values={"OR": {"accuracy": 0.60, "fnr_difference": 0.2},
+                                               "missing_method": {"accuracy": 0.5}},
+                        sd={"OR": {"accuracy": 0.025}})
+    cmp = reference_comparison(_long(), ref)
+    acc = cmp[(cmp.method == "mean+OR") & (cmp.metric == "accuracy")].iloc[0]
+    assert acc["ours"] == pytest.approx(0.65) and acc["diff"] == pytest.approx(0.05)
+    assert acc["diff_in_sd"] == pytest.approx(2.0)
+    gap = cmp[(cmp.method == "mean+OR") & (cmp.metric == "fnr_difference")].iloc[0]
+    assert gap["diff"] == pytest.approx(0.15 - 0.2) and np.isnan(gap["diff_in_sd"])
+    # a reference method we did not run is shown as missing, not dropped
+    miss = cmp[cmp.method == "missing_method"].iloc[0]
+    assert np.isnan(miss["ours"]) and miss["n"] == 0
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory):
+    from flows.experiment import run_experiment
+
+    tmp = tmp_path_factory.mktemp("report")
+    cfg = small_config(tmp, imputers=[{"kind": "mean"}], references={
+        "source": "made-up numbers for the test", "loose": True,
+        "values": {"tree_d3": {"accuracy": 0.5, "fnr_difference": 0.1}}})
+    out = run_experiment(cfg, results_dir=str(tmp / "results"), processed_dir=str(tmp / "processed"))
+    return tmp, cfg, out
+
+
+def test_flow_writes_self_contained_report(reported):
+    tmp, cfg, out = reported
+    res = tmp / "results" / "compas_small"
+    html = (res / "report.html").read_text()
+    imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    # trade-off figure + 4 per-group bar charts, all embedded (no external file needed)
+    assert len(imgs) >= 5
+    for b in imgs:
+        assert base64.b64decode(b)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "src=\"http" not in html and "<script" not in html
+    for png in ("groups_accuracy.png", "groups_fnr.png", "tradeoff_table3.png"):
+        assert (res / png).stat().st_size > 1000
+    # the imputation diagnostics section exists (filled when cells log imp_* metrics)
+    assert "Imputation-fairness diagnostics" in html
+    # paper-vs-ours: our accuracy beside the reference value, difference = ours - paper
+    cmp = pd.read_csv(res / "paper_vs_ours.csv")
+    ours = json.loads((res / "metrics.json").read_text())["summary"]["table3"]["mean+tree_d3"]["accuracy_mean"]
+    row = cmp[(cmp.metric == "accuracy")].iloc[0]
+    assert row["ours"] == pytest.approx(ours, abs=1e-9) and row["diff"] == pytest.approx(ours - 0.5, abs=1e-9)
+    assert "loose reference points" in html
+    # per-group metrics of every cell are in the long table
+    cm = pd.read_csv(res / "cell_metrics.csv")
+    assert {"accuracy_group_0", "accuracy_group_1", "fnr_group_0"} <= set(cm.metric)
+    assert cm.key.nunique() == 2
+
+
+def test_report_logged_to_parent_run(reported):
+    from mlflow.tracking import MlflowClient
+
+    tmp, cfg, out = reported
+    client = MlflowClient(out["tracking_uri"])
+    names = {a.path for a in client.list_artifacts(out["parent_run_id"], "report")}
+    assert "report/report.html" in names and "report/groups_accuracy.png" in names
+
+
+def test_cli_report_rebuilds_and_logs_a_report_run(reported, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from flows.cli import main
+
+    tmp, cfg, out = reported
+    res = tmp / "results" / "compas_small"
+    (res / "report.html").unlink()
+    assert main(["report", str(cfg), "--results-dir", str(tmp / "results")]) == 0
+    assert (res / "report.html").exists()
+    client = MlflowClient(out["tracking_uri"])
+    exp = client.get_run(out["parent_run_id"]).info.experiment_id
+    runs = client.search_runs([exp], "tags.kind = 'report'")
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    assert "report/report.html" in {a.path for a in client.list_artifacts(runs[0].info.run_id, "report")}
+
+
+def test_cli_report_without_results_is_a_clear_error(tmp_path, capsys):
+    from flows.cli import main
+
+    cfg = small_config(tmp_path)
+    assert main(["report", str(cfg), "--results-dir", str(tmp_path / "nothing"), "--no-mlflow"]) == 2
+    err = capsys.readouterr().err
+    assert "metrics.json" in err and "run the study first" in err
