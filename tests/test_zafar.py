@@ -159,3 +159,84 @@ def test_group_without_positives_warns_vacuous_constraint():
     with pytest.warns(UserWarning, match="vacuous"):
         m = DisparateMistreatmentClassifier(constraint="fnr").fit(X, y, sensitive_features=z)
     assert m.covariance_ == {}
+
+
+# --------------------------------------------------------------------------- issue E: bound, collapse
+@pytest.mark.parametrize("kw", [{"cov_factor": 1.0}, {"cov_factor": 3.0}, {"cov_bound": 10.0}])
+def test_non_binding_bound_equals_sklearn_logistic_regression(data, kw):
+    (X, y, z), (Xt, _, _) = data
+    m = fit("fnr", X, y, z, C=0.5, **kw)
+    ref = LogisticRegression(C=0.5, tol=1e-10, max_iter=10_000).fit(X, y)
+    np.testing.assert_allclose(m.coef_, ref.coef_, atol=1e-4)
+    np.testing.assert_allclose(m.intercept_, ref.intercept_, atol=1e-4)
+    np.testing.assert_array_equal(m.predict(Xt), ref.predict(Xt))
+    assert m.n_iter_ == 0  # the unconstrained optimum is feasible, hence optimal
+    assert abs(m.covariance_["fnr_cov_group_1"]) <= m.cov_bound_["fnr_cov_group_1"] + 1e-12
+
+
+@pytest.mark.parametrize("constraint,kw", [("fnr", {"cov_factor": 0.5}), ("fnr", {"cov_factor": 0.1}),
+                                           ("fnr", {"cov_bound": 0.0}), ("eo", {"cov_factor": 0.3})])
+def test_constraint_satisfied_at_solution(data, constraint, kw):
+    (X, y, z), _ = data
+    unc = fit(constraint, X, y, z, cov_factor=1.0)
+    m = fit(constraint, X, y, z, tau=1.0, max_slack=1e-6, max_iter=100, **kw)
+    assert m.converged_ and m.slack_.max() <= 1e-6
+    for name, cov in m.covariance_.items():
+        bound = m.cov_bound_[name]
+        if "cov_factor" in kw:
+            assert bound == pytest.approx(kw["cov_factor"] * abs(unc.covariance_[name]), rel=1e-9)
+            assert abs(unc.covariance_[name]) > bound + 1e-3  # the bound really binds
+        assert abs(cov) <= bound + 1e-6, (name, cov, bound)
+
+
+def test_cov_factor_trades_accuracy_for_fnr_gap(data):
+    (X, y, z), (Xt, yt, zt) = data
+    res = [evaluate(yt, fit("fnr", X, y, z, tau=1.0, cov_factor=f).predict(Xt), zt) for f in (1.0, 0.3, 0.0)]
+    gaps = [r["fnr_difference"] for r in res]
+    assert gaps[0] > gaps[1] > gaps[2], gaps
+    assert res[0]["accuracy"] >= res[2]["accuracy"] - 0.01
+
+
+@pytest.fixture(scope="module")
+def compas_split(tmp_path_factory, mirror):
+    """COMPAS 000 (complete data), one stratified 70/30 split, features standardised on train."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from fairmiss.data import get_variant
+
+    raw = tmp_path_factory.mktemp("raw")
+    df, _ = get_variant("compas_000").build(raw)
+    y = df.pop("two_year_recid").to_numpy()
+    z = df.pop("race").to_numpy()
+    X = df.to_numpy(float)
+    Xtr, Xte, ytr, yte, ztr, zte = train_test_split(X, y, z, test_size=0.3, random_state=1, stratify=y)
+    sc = StandardScaler().fit(Xtr)
+    return sc.transform(Xtr), sc.transform(Xte), ytr, yte, ztr, zte
+
+
+@pytest.mark.parametrize("tau", [0.01, 1, 10])  # the τ that predicted every test row positive before
+def test_compas_zero_bound_does_not_predict_a_single_class(compas_split, tau):
+    Xtr, Xte, ytr, yte, ztr, zte = compas_split
+    m = fit("fnr", Xtr, ytr, ztr, tau=tau)
+    p = m.predict(Xte)
+    assert 0.05 < p.mean() < 0.95, p.mean()
+    assert evaluate(yte, p, zte)["accuracy"] > 0.5
+    assert abs(m.covariance_["fnr_cov_group_1"]) <= m.max_slack + 1e-9
+
+
+def test_compas_cov_factor_curve(compas_split):
+    """Non-binding → LR accuracy; tightening the bound lowers the training FNR gap and covariance."""
+    Xtr, Xte, ytr, yte, ztr, zte = compas_split
+    lr = LogisticRegression(tol=1e-10, max_iter=10_000).fit(Xtr, ytr)
+    acc_lr = (lr.predict(Xte) == yte).mean()
+    assert acc_lr > 0.63
+    fits = {f: fit("fnr", Xtr, ytr, ztr, tau=1.0, cov_factor=f) for f in (1.0, 0.4, 0.1)}
+    np.testing.assert_array_equal(fits[1.0].predict(Xte), lr.predict(Xte))
+    tr = {f: evaluate(ytr, m.predict(Xtr), ztr) for f, m in fits.items()}
+    covs = [abs(fits[f].covariance_["fnr_cov_group_1"]) for f in (1.0, 0.4, 0.1)]
+    assert covs[0] > covs[1] > covs[2]
+    assert tr[1.0]["fnr_difference"] > tr[0.4]["fnr_difference"] > tr[0.1]["fnr_difference"]
+    for f in (0.4, 0.1):
+        assert 0.05 < fits[f].predict(Xte).mean() < 0.95
+        assert (fits[f].predict(Xte) == yte).mean() > 0.58

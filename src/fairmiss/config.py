@@ -353,6 +353,10 @@ class ZafarSpec(_LearnerBase):
     tau: Annotated[float, Field(gt=0)] = 0.005
     mu: Annotated[float, Field(gt=1)] = 1.2
     max_iter: Annotated[int, Field(ge=1)] = 50
+    #: relative covariance bound (fraction of the unconstrained model's covariance; 1 = plain logistic
+    #: regression, 0 = the zero bound of spec 000 §4). None: the zero bound. τ only picks DCCP's local
+    #: solution under the zero bound; cov_factor is the knob that trades accuracy for the gap.
+    cov_factor: Annotated[float, Field(ge=0, le=1)] | None = None
 
 
 class BuDROSpec(_LearnerBase):

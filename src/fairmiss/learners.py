@@ -243,7 +243,8 @@ def _zafar(spec, seed, threads):
     from fairmiss.models.zafar import DisparateMistreatmentClassifier
 
     est = make_pipeline(StandardScaler(), DisparateMistreatmentClassifier(
-        constraint=spec.constraint, tau=spec.tau, mu=spec.mu, max_iter=spec.max_iter, random_state=seed))
+        constraint=spec.constraint, tau=spec.tau, mu=spec.mu, max_iter=spec.max_iter, cov_factor=spec.cov_factor,
+        random_state=seed))
     return Learner(_SensitiveLast(est), needs_sensitive_fit=True)
 
 

@@ -1,8 +1,9 @@
 """Evaluation metrics of paper 004 (spec 004 §2.3), as pure functions.
 
-* :func:`group_gaps`: ``Gap_y = P(Yhat=y | Y=y, g=0) - P(Yhat=y | Y=y, g=1)`` (g = 0 the
-  protected group), ``GAPMax = max_y |Gap_y|`` and ``GAPRMS = sqrt(mean_y Gap_y^2)``
-  (De-Arteaga et al. 2019); :func:`gap_max` and :func:`gap_rms` return one number each.
+* :func:`group_gaps`, :func:`gap_max`, :func:`gap_rms`: re-exported from :mod:`fairmiss.pareto`
+  (one fairlearn ``MetricFrame`` implementation): ``Gap_y`` = between-group difference of
+  ``P(Yhat=y | Y=y, g)`` (absolute, max − min over groups), ``GAPMax = max_y |Gap_y|`` and
+  ``GAPRMS = sqrt(mean_y Gap_y^2)`` (De-Arteaga et al. 2019).
 * :func:`counterfactual_consistency`: the fraction of test rows whose prediction is the same
   on every counterfactual copy (paper C.2: *unchanged*, spec §1.9 item 3);
   :func:`counterfactual_copies` builds the copies (one-hot aware: set a block of columns).
@@ -18,6 +19,8 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import balanced_accuracy_score
 
+from fairmiss.pareto import gap_max, gap_rms, group_gaps  # noqa: F401  (re-exported, one implementation)
+
 __all__ = [
     "balanced_accuracy",
     "counterfactual_consistency",
@@ -32,43 +35,6 @@ __all__ = [
 def balanced_accuracy(y_true, y_pred) -> float:
     """``(TPR + TNR) / 2``."""
     return float(balanced_accuracy_score(y_true, y_pred))
-
-
-def group_gaps(y_true, y_pred, *, sensitive_features) -> dict:
-    """Per-label gaps between the protected group (0) and the privileged group (1).
-
-    Returns ``{"gap_0", "gap_1", "gap_max", "gap_rms"}``; ``gap_1`` is the TPR difference and
-    ``gap_0`` the TNR difference.
-    """
-    y_true, y_pred = np.asarray(y_true).ravel(), np.asarray(y_pred).ravel()
-    g = np.asarray(sensitive_features).ravel()
-    if not (len(y_true) == len(y_pred) == len(g)):
-        raise ValueError("y_true, y_pred and sensitive_features must have the same length")
-    if set(np.unique(g)) - {0, 1}:
-        raise ValueError("sensitive_features must be binary 0/1 (0 = protected group); binarise first (e.g. age < 25)")
-    out = {}
-    for lab in (0, 1):
-        rates = []
-        for grp in (0, 1):
-            m = (y_true == lab) & (g == grp)
-            if not m.any():
-                raise ValueError(f"no test rows with y={lab} in group {grp}: the gap is undefined")
-            rates.append(np.mean(y_pred[m] == lab))
-        out[f"gap_{lab}"] = float(rates[0] - rates[1])
-    gaps = np.array([out["gap_0"], out["gap_1"]])
-    out["gap_max"] = float(np.max(np.abs(gaps)))
-    out["gap_rms"] = float(np.sqrt(np.mean(gaps**2)))
-    return out
-
-
-def gap_max(y_true, y_pred, *, sensitive_features) -> float:
-    """``max_y |Gap_y|``."""
-    return group_gaps(y_true, y_pred, sensitive_features=sensitive_features)["gap_max"]
-
-
-def gap_rms(y_true, y_pred, *, sensitive_features) -> float:
-    """``sqrt(mean_y Gap_y^2)``."""
-    return group_gaps(y_true, y_pred, sensitive_features=sensitive_features)["gap_rms"]
 
 
 def counterfactual_copies(X, blocks) -> list:

@@ -26,6 +26,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import OneHotEncoder
+from sklearn.utils.validation import check_is_fitted
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -183,6 +184,7 @@ class GroupCovariateModel(MetaEstimatorMixin, BaseEstimator):
         ndarray of shape (n_samples,)
             Predictions.
         """
+        check_is_fitted(self, "estimator_")
         return self.estimator_.predict(self._prepare(X, sensitive_features))
 
     @available_if(_estimator_has("predict_proba"))
@@ -201,6 +203,7 @@ class GroupCovariateModel(MetaEstimatorMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
             Probabilities.
         """
+        check_is_fitted(self, "estimator_")
         return self.estimator_.predict_proba(self._prepare(X, sensitive_features))
 
     @available_if(_estimator_has("decision_function"))
@@ -219,4 +222,5 @@ class GroupCovariateModel(MetaEstimatorMixin, BaseEstimator):
         ndarray
             Decision scores.
         """
+        check_is_fitted(self, "estimator_")
         return self.estimator_.decision_function(self._prepare(X, sensitive_features))

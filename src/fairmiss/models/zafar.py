@@ -43,11 +43,29 @@ implements the same algorithm with scipy:
 
 How τ maps. ``tau`` is DCCP's initial slack penalty ``τ_0`` and ``mu`` its growth factor
 (Zafar: ``mu=1.2``, ``tau_max=1e10``, 50 DCCP iterations, covariance bound 0 in the Jeong
-et al. notebooks; spec 000 §4 sweeps ``τ ∈ {0.001, 0.01, 0.1, 1, 10, 100}``). A small τ lets
-the early iterates trade constraint violation for loss and the procedure may stop (change
-≤ ``tol``, slack ≤ ``max_slack``) with a non-zero residual covariance, so small τ gives the
-more accurate, less fair end of the curve and large τ the stricter one. The covariance is a
-proxy: a zero covariance does not imply a zero FNR/FPR gap.
+et al. notebooks; spec 000 §4 sweeps ``τ ∈ {0.001, 0.01, 0.1, 1, 10, 100}``). Because τ grows
+geometrically until the slack is ≤ ``max_slack``, every τ ends (up to that slack) on the *same*
+constraint ``|Cov| ≤ c``: τ selects the path of the local method, not the strength of the
+constraint, and it is not monotone in accuracy or fairness. The strength is the bound: give it
+relative to the unconstrained covariance with ``cov_factor`` (1 = non-binding = logistic
+regression, 0 = the zero bound), as Zafar et al. do when they draw trade-off curves.
+
+Degenerate solutions (why the zero bound "collapsed" on COMPAS). ``Cov`` is a sum of
+``c_i min(0, u_i)`` over the positives (FNR) and is not scale-invariant, so the zero-bound
+problem has two trivially feasible regions: (i) every training positive on the positive side
+(``Cov ≡ 0`` on an open set, i.e. predict (almost) everyone positive, loss ≈ 0.674 on COMPAS
+000) and (ii) ``w → 0`` (``Cov(λw) = λ Cov(w)``; the predictions keep the LR's direction and its
+FNR gap, loss → log 2). From the LR start, small τ walks into (i) and large τ jumps into (ii).
+cvxpy 1.9 + dccp 1.1 + ECOS on the same problem (COMPAS 000, complete data, 70/30 split seed 1,
+standardised features) do exactly this: τ₀ = 0.005 / 0.5 → test accuracy 0.575, FNR gap 0.094,
+78 % predicted positive, loss 0.674; τ₀ = 20 / 100 → accuracy 0.648 / 0.651, gap 0.23 / 0.26,
+loss log 2. The former default ``smoothing=1e-3`` (softplus over-estimate of every
+``max(0, −u)``) additionally pushed region (i) to predicting *every* test row positive
+(accuracy 0.459 at τ ∈ {0.01, 1, 10}); with the exact kinked terms (``smoothing=0``) this
+implementation matches the DCCP numbers above (τ₀ = 0.5: 0.575 / 0.094, loss 0.674). A better
+zero-covariance point exists (multi-start penalty search: loss 0.663, 41 % positive, training
+accuracy 0.62), so the local method is the limitation, as in the original code. The
+covariance is a proxy: a zero covariance does not imply a zero FNR/FPR gap.
 
 Why not the alternatives. SLSQP directly on the non-convex problem has no τ (so no
 parity with the paper's grid) and may stall on the DC constraint; a smoothed surrogate
@@ -131,13 +149,22 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         (cons_type 1), both (equalized odds, cons_type 4), or none (plain regularised LR).
     tau : float, default=0.005
         Initial penalty on constraint slacks (DCCP's ``tau``; 0.005 is DCCP's and Zafar's
-        default). Larger means stricter fairness.
+        default). It grows by ``mu`` per iteration, so every τ ends on the same constraint: τ
+        picks the local solution, it does not set the strength (use ``cov_bound``/``cov_factor``).
     mu : float, default=1.2
         Growth factor of the penalty per CCP iteration.
     tau_max : float, default=1e10
         Cap on the penalty.
     cov_bound : float, default=0.0
-        Bound ``c`` on the absolute covariance (Zafar's ``sensitive_attrs_to_cov_thresh``).
+        Bound ``c`` on the absolute covariance (Zafar's ``sensitive_attrs_to_cov_thresh``), in the
+        units of the score ``wᵀx + b`` (so it depends on the feature scaling). Ignored when
+        ``cov_factor`` is given.
+    cov_factor : float or None, default=None
+        Relative bound: ``c_j = cov_factor · |Cov_j(w_0)|`` for each constrained term ``j``, with
+        ``w_0`` the unconstrained solution (the "multiplicative factor of the unconstrained
+        covariance" Zafar et al. sweep). ``≥ 1`` is non-binding (the fit is plain logistic
+        regression), ``0`` is the zero bound; values in between trade accuracy for a smaller
+        covariance. This is the fairness knob; ``tau`` is not (see the module notes).
     C : float, default=1.0
         Inverse L2 strength, as in :class:`~sklearn.linear_model.LogisticRegression`;
         ``np.inf`` for the original unregularised loss.
@@ -151,11 +178,12 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         Stop when the objective ``L`` changes by at most ``tol`` (DCCP's ``ep``) ...
     max_slack : float, default=1e-3
         ... and the largest slack is at most ``max_slack`` (DCCP's ``max_slack``).
-    smoothing : float, default=1e-3
+    smoothing : float, default=0.0
         Width ``ε`` of the softplus used for ``max(0, −u)`` inside the subproblems,
         ``ε·log(1 + exp(−u/ε))`` (convex, so the DC structure is kept; over-estimates each
-        term by at most ``ε·log 2``, so the covariance by at most ``ε·log 2``). SLSQP needs
-        smooth constraints; ``0`` uses the exact kinked function with subgradients.
+        term by at most ``ε·log 2``). ``0`` (default) uses the exact kinked function with
+        subgradients, which reproduces cvxpy/DCCP's iterates on COMPAS; ``1e-3`` (the former
+        default) drifted into the predict-all-positive corner (see the module notes).
     random_state : int, RandomState instance or None, default=None
         Seeds the jitter (scale 1e-8) added to the unconstrained starting point so that no
         sample starts exactly on a kink of ``min(0, u)``.
@@ -180,6 +208,8 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         Slacks of the last subproblem (empty for ``constraint="none"``).
     covariance_ : dict
         Training covariance of each constrained term at the solution.
+    cov_bound_ : dict
+        Bound ``c_j`` used for each constrained term (absolute, after ``cov_factor``).
     converged_ : bool
         Whether the DCCP stopping rule was met.
 
@@ -202,6 +232,7 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         "mu": [Interval(Real, 1, None, closed="left")],
         "tau_max": [Interval(Real, 0, None, closed="neither")],
         "cov_bound": [Interval(Real, 0, None, closed="left")],
+        "cov_factor": [Interval(Real, 0, None, closed="left"), None],
         "C": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -220,13 +251,14 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         mu: float = 1.2,
         tau_max: float = 1e10,
         cov_bound: float = 0.0,
+        cov_factor: float | None = None,
         C: float = 1.0,
         fit_intercept: bool = True,
         max_iter: int = 50,
         max_subproblem_iter: int = 100,
         tol: float = 1e-5,
         max_slack: float = 1e-3,
-        smoothing: float = 1e-3,
+        smoothing: float = 0.0,
         random_state=None,
     ):
         self.constraint = constraint
@@ -234,6 +266,7 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         self.mu = mu
         self.tau_max = tau_max
         self.cov_bound = cov_bound
+        self.cov_factor = cov_factor
         self.C = C
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
@@ -293,7 +326,9 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         if len(self.classes_) != 2:
-            raise ValueError(f"DisparateMistreatmentClassifier needs exactly 2 classes; got {len(self.classes_)}.")
+            k = len(self.classes_)
+            raise ValueError("Only binary classification is supported. DisparateMistreatmentClassifier needs "
+                             f"exactly 2 classes; got {k} class{'' if k == 1 else 'es'}.")
         if sensitive_features is None:
             raise ValueError("sensitive_features is required.")
         groups = np.asarray(sensitive_features)
@@ -327,8 +362,14 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         if not self.fit_intercept:
             theta[-1] = 0.0
         terms = self._terms(Xb, ys, groups)
+        if self.cov_factor is None:
+            self.cov_bound_ = {t.name: float(self.cov_bound) for t in terms}
+        else:
+            self.cov_bound_ = {t.name: float(self.cov_factor) * abs(t.cov(theta)) for t in terms}
         self.n_iter_, self.tau_, self.slack_, self.converged_ = 0, float(self.tau), np.zeros(0), True
-        if terms:
+        # The loss is convex: if its minimiser already satisfies every constraint it is the
+        # constrained optimum too (a non-binding bound gives plain logistic regression).
+        if any(abs(t.cov(theta)) > self.cov_bound_[t.name] for t in terms):
             jitter = 1e-8 * rng.standard_normal(d)
             if not self.fit_intercept:
                 jitter[-1] = 0.0
@@ -343,7 +384,7 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
 
     def _penalty_ccp(self, theta, smooth, terms, d):
         """Penalty convex-concave procedure (Lipp & Boyd 2016, Alg. 3.1) from ``theta``."""
-        c, m, eps = float(self.cov_bound), 2 * len(terms), float(self.smoothing)
+        cs, m, eps = [self.cov_bound_[t.name] for t in terms], 2 * len(terms), float(self.smoothing)
         tau = float(self.tau)
         bounds = [(None, None)] * d + [(0.0, None)] * m
         if not self.fit_intercept:
@@ -352,7 +393,7 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         def violations(th):
             """Original (non-linearised) DC constraint values P−Q−c and Q−P−c."""
             out = []
-            for t in terms:
+            for t, c in zip(terms, cs):
                 P, Q, _, _ = t.parts(th, eps)
                 out += [P - Q - c, Q - P - c]
             return np.array(out)
@@ -364,7 +405,7 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
             def cons(z, lin=lin):
                 th = z[:d]
                 out = []
-                for t, (P0, Q0, gP0, gQ0) in zip(terms, lin):
+                for t, c, (P0, Q0, gP0, gQ0) in zip(terms, cs, lin):
                     P, Q, _, _ = t.parts(th, eps)
                     Qhat = Q0 + gQ0 @ (th - theta)
                     Phat = P0 + gP0 @ (th - theta)
