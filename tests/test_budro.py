@@ -26,6 +26,8 @@ from fairmiss.models.budro_metrics import (
     counterfactual_consistency,
     counterfactual_copies,
     fairness_certificate,
+    gap_max,
+    gap_rms,
     group_gaps,
 )
 from fairmiss.models.fair_metric import FairMetric
@@ -305,9 +307,10 @@ def test_gap_metrics_and_consistency():
     rng = np.random.RandomState(0)
     yt, yp, g = rng.randint(0, 2, 300), rng.randint(0, 2, 300), rng.randint(0, 2, 300)
     gaps = group_gaps(yt, yp, sensitive_features=g)
-    assert gaps["gap_rms"] <= gaps["gap_max"] <= np.sqrt(2) * gaps["gap_rms"] + 1e-12
+    rms, mx = gap_rms(yt, yp, sensitive_features=g), gap_max(yt, yp, sensitive_features=g)
+    assert rms <= mx <= np.sqrt(2) * rms + 1e-12
     tpr = [np.mean(yp[(yt == 1) & (g == k)] == 1) for k in (0, 1)]
-    assert gaps["gap_1"] == pytest.approx(tpr[0] - tpr[1])
+    assert gaps[1] == pytest.approx(abs(tpr[0] - tpr[1]))
     assert balanced_accuracy(yt, yt) == 1.0
     X = rng.normal(size=(50, 3))
     copies = counterfactual_copies(X, [[{0: 0.0}, {0: 1.0}]])
@@ -369,7 +372,8 @@ def _german_split(mirror, seed, n_estimators=90):
     for name, mdl in (("budro", bud), ("baseline", base)):
         p = mdl.predict(X.iloc[te])
         out[name] = {"bacc": balanced_accuracy(y[te], p), "scons": _status_cons(mdl.predict, X.iloc[te], status),
-                     **group_gaps(y[te], p, sensitive_features=g[te])}
+                     "gap_max": gap_max(y[te], p, sensitive_features=g[te]),
+                     "gap_rms": gap_rms(y[te], p, sensitive_features=g[te])}
     return out, bud
 
 
@@ -392,3 +396,92 @@ def test_german_reproduces_table5(mirror):
     assert abs(mean["budro"]["gap_max"] - 0.185) <= 2 * 0.055
     assert abs(mean["baseline"]["bacc"] - 0.723) <= 2 * 0.019
     assert mean["budro"]["scons"] >= mean["baseline"]["scons"]
+
+
+# ---------------------------------------------------------------------------------------
+# issue H: vectorised exact path (uniform-width candidate sets), warm start, fast kNN
+# ---------------------------------------------------------------------------------------
+
+def _knn_toy(n=300, d=5, seed=3, twins=20):
+    rng = np.random.RandomState(seed)
+    Z = rng.normal(size=(n, d))
+    Z[:twins] = Z[twins:2 * twins]  # exact twins: zero-cost moves
+    Z[2 * twins:3 * twins, 1:] = np.round(Z[2 * twins:3 * twins, 1:], 1)  # near ties
+    y = (Z[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    f = np.round(rng.normal(size=n), 2)  # repeated margins, as with trees: many equal losses
+    return Z, y, f
+
+
+@pytest.mark.parametrize("support", ["dense", "knn"])
+@pytest.mark.parametrize("eps", [0.0, 0.01, 0.1, 0.5, 5.0])
+def test_uniform_fast_path_matches_lp_and_general_path(toy, monkeypatch, support, eps):
+    """The vectorised greedy/dual (uniform width) equal the exact LP oracle and the per-entry
+    solvers, and the warm start ``eta_hint`` (right, too low, too high) never changes them."""
+    import fairmiss.models.ot as ot
+
+    if support == "dense":
+        cand, y, l0, l1 = toy["cand"], toy["y"], toy["l0"], toy["l1"]
+    else:
+        Z, y, f = _knn_toy()
+        cand = knn_candidates(Z, k=12)
+        l0, l1 = np.logaddexp(0, f), np.logaddexp(0, -f)
+    assert ot._uniform_width(cand) == cand.nnz // cand.n
+    kw = dict(y=y, loss0=l0, loss1=l1)
+    lp = solve_ot(cand, eps, method="lp", **kw)
+    fast = {m: solve_ot(cand, eps, method=m, **kw) for m in ("greedy", "dual")}
+    for m, r in fast.items():
+        assert r.info["path"].startswith("uniform"), m
+        assert r.robust_loss == pytest.approx(lp.robust_loss, abs=1e-9, rel=1e-9), m
+        assert r.cost <= eps * (1 + 1e-9) + 1e-12
+        assert r.nnz <= cand.n + 1
+        np.testing.assert_allclose(r.plan.sum(axis=0).A1, 1.0 / cand.n, atol=1e-12)
+        for hint in (r.eta, 0.5 * r.eta, 0.9 * r.eta, 1.1 * r.eta, 3 * r.eta + 1e-3, 1e-12):
+            h = solve_ot(cand, eps, method=m, eta_hint=hint, **kw)
+            assert h.robust_loss == pytest.approx(r.robust_loss, abs=1e-12), (m, hint)
+            assert h.eta == pytest.approx(r.eta, rel=1e-12, abs=1e-15), (m, hint)
+            assert h.cost == pytest.approx(r.cost, rel=1e-9, abs=1e-12), (m, hint)
+    assert fast["greedy"].eta == pytest.approx(fast["dual"].eta, rel=1e-12, abs=1e-15)
+    monkeypatch.setattr(ot, "_uniform_width", lambda cand: 0)  # force the per-entry solvers
+    for m in ("greedy", "dual"):
+        g = solve_ot(cand, eps, method=m, **kw)
+        assert g.info["path"] == "general"
+        assert g.robust_loss == pytest.approx(fast[m].robust_loss, abs=1e-9, rel=1e-9), m
+        assert g.eta == pytest.approx(fast[m].eta, rel=1e-6, abs=1e-9), m
+        if support == "knn":
+            assert g.info["uncertified_columns"] == fast[m].info["uncertified_columns"]
+
+
+@pytest.mark.parametrize("k", [1, 7, 25])
+def test_knn_candidates_are_the_exact_nearest_neighbours(k):
+    """Blocked float32 search with sampled thresholds (symmetric tiles and the row-block
+    fallback) returns the exact k nearest costs (ties may pick different rows), costs recomputed
+    in float64 (twins exactly 0) and a radius below every unlisted destination's cost."""
+    import fairmiss.models.ot as ot
+
+    Z, _, _ = _knn_toy(n=500)
+    n = len(Z)
+    C = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(C, np.inf)
+    ref = np.sort(C, axis=1)[:, :k]
+    cand = knn_candidates(Z, k=k)
+    assert cand.nnz == n * (k + 1) and ot._uniform_width(cand) == k + 1
+    costs = cand.costs.reshape(n, k + 1)
+    rows = cand.rows.reshape(n, k + 1)
+    assert np.all(np.diff(costs, axis=1) >= 0)  # sorted per column
+    assert np.all((rows == np.arange(n)[:, None]).sum(axis=1) == 1)  # home listed once
+    got = np.sort(np.where(rows == np.arange(n)[:, None], np.inf, costs), axis=1)[:, :k]
+    np.testing.assert_allclose(got, ref, atol=1e-9)
+    assert np.all(costs[:20, 1] == 0.0)  # exact twins cost exactly 0
+    for j in range(n):
+        unlisted = np.setdiff1d(np.arange(n), rows[j])
+        if len(unlisted):
+            assert C[j, unlisted].min() >= cand.radius[j] - 1e-12
+    # the row-block fallback (n > 65536 in production) gives the same costs
+    A_calls = {}
+    orig = ot._knn_symmetric
+    try:
+        ot._knn_symmetric = lambda *a, **kw: A_calls.setdefault("called", (None, None))
+        alt = knn_candidates(Z, k=k)
+    finally:
+        ot._knn_symmetric = orig
+    np.testing.assert_allclose(alt.costs, cand.costs, atol=1e-9)

@@ -175,7 +175,9 @@ class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
     fair_metric_ : FairMetric
     history_ : dict of lists
         Per step: ``robust_loss``, ``empirical_loss``, ``certificate_gap``, ``budget_used``,
-        ``cost``, ``eta``, ``solver_seconds``, ``boost_seconds``, ``nnz``, ``uncertified_columns``.
+        ``cost``, ``eta``, ``solver_seconds``, ``boost_seconds``, ``nnz``, ``uncertified_columns``,
+        ``ot_path`` (``"uniform/window"``, ``"uniform/full"``: the vectorised exact path with the
+        warm-started or the full slope sort; ``"general"``: the per-entry solvers).
     candidates_ : str
         ``"all"`` or ``"knn"``.
     classes_, n_features_in_, feature_names_in_, random_state_
@@ -280,13 +282,17 @@ class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
             d0 = xgb.QuantileDMatrix(np.vstack([X, X]), label=np.r_[np.zeros(n), np.ones(n)],
                                      weight=np.full(2 * n, 0.5 / n), max_bin=self.max_bin)
         hist = {k: [] for k in ("robust_loss", "empirical_loss", "certificate_gap", "budget_used", "cost", "eta",
-                                "solver_seconds", "boost_seconds", "nnz", "uncertified_columns")}
+                                "solver_seconds", "boost_seconds", "nnz", "uncertified_columns", "ot_path")}
         opts = dict(self.ot_options or {})
+        eta_prev = None
         for t in range(self.n_estimators):
             f = booster.predict(d0 if self.xgb_mode == "augmented" else dx, output_margin=True)[:n]
             f = f.astype(np.float64)
+            if self.ot_method in ("greedy", "dual"):  # warm start: never changes the exact solution
+                opts["eta_hint"] = eta_prev
             res = solve_ot(cand, self.eps, y=y, loss0=np.logaddexp(0, f), loss1=np.logaddexp(0, -f),
                            method=self.ot_method, gamma=self.ot_gamma, random_state=self.random_state_, **opts)
+            eta_prev = res.eta if np.isfinite(res.eta) else None
             tb = time.perf_counter()
             if self.xgb_mode == "augmented":
                 d0.set_weight(np.concatenate([res.p0, res.p1]))
@@ -300,7 +306,8 @@ class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
                          ("certificate_gap", res.robust_loss - res.empirical_loss),
                          ("budget_used", res.budget_used), ("cost", res.cost), ("eta", res.eta),
                          ("solver_seconds", res.seconds), ("boost_seconds", time.perf_counter() - tb),
-                         ("nnz", res.nnz), ("uncertified_columns", res.info.get("uncertified_columns", 0))):
+                         ("nnz", res.nnz), ("uncertified_columns", res.info.get("uncertified_columns", 0)),
+                         ("ot_path", res.info.get("path", "general"))):
                 hist[k].append(v)
             logger.debug("BuDRO step %d: robust=%.5f empirical=%.5f budget=%.3f eta=%.4g (%.3fs)", t,
                          res.robust_loss, res.empirical_loss, res.budget_used, res.eta, res.seconds)

@@ -10,7 +10,8 @@ For losses ``l0[i] = l(f(x_i), 0)``, ``l1[i] = l(f(x_i), 1)``, labels ``y`` and 
 their costs (the home ``i = j`` at cost 0 is always included). :func:`all_candidates` lists
 every destination (exact, ``n^2`` entries, built in column chunks, refused beyond
 ``max_entries``); :func:`knn_candidates` keeps the ``k`` fair-metric nearest neighbours (the
-spec §4 neighbour heuristic: O(nk) memory, exact on the restricted support; each solution
+spec §4 neighbour heuristic: O(nk) memory, found by an exact blocked BLAS search in the
+rotated space ``Z``; the transport is exact on the restricted support; each solution
 reports ``info["uncertified_columns"]``, the columns for which a destination outside the list
 *could* have beaten the chosen one at the returned dual ``eta``; 0 means the kNN solution is
 also optimal for the full problem).
@@ -23,12 +24,23 @@ Solvers (``method``):
 ``greedy``
     Exact: the LP is a multiple-choice knapsack relaxation; per column the upper concave
     hull of ``(C_ij, R_ij)``, hull segments taken by decreasing slope until the budget
-    ``n eps`` is spent, the last one fractionally (spec §1.3 [note]). Python loop over columns.
+    ``n eps`` is spent, the last one fractionally (spec §1.3 [note]).
 ``dual``
     Exact: Algorithm 7, bisection on the subgradient of ``M(eta)`` (B.14) in an exact
     bracket, then primal recovery with complementary slackness: every column on a tied
     argmax, columns moved from the cheapest to the costliest tie in index order until the
-    budget is tight, at most one column split (<= n + 1 nonzeros). Vectorised, O(nnz) per step.
+    budget is tight, at most one column split (<= n + 1 nonzeros).
+
+When every column has the same number of candidates (``knn_candidates``, ``all_candidates``,
+``CandidateSet.from_dense_costs``) ``greedy`` and ``dual`` take a vectorised exact path
+(:func:`_solve_uniform`, ``info["path"] = "uniform/..."``): dominance pruning as a running max
+over the ``(w, n)`` value matrix, all columns' upper hulls at once, one sort of the hull
+segments (``eta*`` is the crossing slope, so ``dual`` needs no bisection: it only runs the
+complementary-slackness recovery at that ``eta*``). ``eta_hint`` (BuDRO passes the previous
+step's ``eta``) restricts the work to the hull between the argmaxes at ``1.25 eta_hint`` and
+``0.8 eta_hint`` and falls back to the full problem unless ``eta*`` is proven to lie inside,
+so the solution never depends on it. Other candidate sets use the per-entry solvers
+(``info["path"] = "general"``; ``greedy`` then loops over columns in Python).
 ``entropic``
     Appendix B.1, Algorithms 4-5 in the log domain: ``Pi[:, j] = softmax((R - eta C)/gamma)/n``,
     ``eta`` the root of ``m(eta) = eps - <C, Pi(eta)>`` by Brent's method (10-20 evaluations).
@@ -46,6 +58,7 @@ from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_random_state
 
 from fairmiss.models.fair_metric import squared_fair_distances
 
@@ -170,37 +183,190 @@ def all_candidates(Z, *, max_entries: int = 40_000_000) -> CandidateSet:
                    np.repeat(np.arange(n, dtype=np.int32), n), costs, np.full(n, np.inf))
 
 
-def knn_candidates(Z, *, k: int = 32) -> CandidateSet:
+def knn_candidates(Z, *, k: int = 32, random_state=0) -> CandidateSet:
     """The ``k`` fair-metric nearest destinations of each column (plus home).
 
-    Neighbours are searched in float32 chunks (``n x chunk`` at a time, never ``n x n``) and
-    their costs recomputed exactly in float64 from the differences, so twins cost exactly 0.
+    Exact k-nearest-neighbour search (up to float32 rounding of the ranking) without an
+    ``n x n`` matrix and without a full per-row selection:
+
+    1. ``Z`` is centred and rotated onto an orthonormal basis of its row space (rank ``r <= d``;
+       distances are invariant), cast to float32 and augmented so that one BLAS product
+       ``[-2w_j, |w_j|^2, 1] . [w_i, 1, |w_i|^2]`` gives the squared distances of a block of
+       columns to all points (``||a||^2 + ||b||^2 - 2ab`` without temporaries);
+    2. per column, ``tau_j`` = the ``k``-th smallest distance to a random sample of ``m ~
+       2 sqrt(k n)`` points: an upper bound of the true ``k``-th nearest distance, so the
+       points with ``D <= tau_j`` (about ``k n / m`` per column) contain the ``k`` nearest;
+    3. those survivors are sorted by one packed ``uint64`` key ``(column, distance bits,
+       row)`` and the first ``k`` of every column kept.
+
+    Costs of the kept pairs are recomputed exactly in float64 from the differences of ``Z``
+    (twins cost exactly 0). ``radius`` (the certificate) is the float32 ``k``-th distance minus
+    a rigorous float32 error bound.
     """
     Z = np.asarray(Z, dtype=np.float64)
-    n = Z.shape[0]
+    n, d = Z.shape
     k = int(min(k, n - 1))
-    Z32 = Z.astype(np.float32)
-    sq = np.einsum("ij,ij->i", Z32, Z32)
-    rows_list, radius = [], np.full(n, np.inf)
-    step = max(1, _BLOCK_ENTRIES // max(n, 1))
+    if k + 1 >= n:  # every destination
+        rows = np.tile(np.arange(n, dtype=np.int64), n)
+        cols = np.repeat(np.arange(n, dtype=np.int64), n)
+        costs = _pair_costs(Z, rows, cols)
+        return _sorted_uniform(n, n, rows, cols, costs, np.full(n, np.inf))
+    rng = check_random_state(random_state)
+    Zc = Z - Z.mean(axis=0)
+    evals, evecs = np.linalg.eigh(Zc.T @ Zc)
+    keep = evals > max(float(evals.max()), 1e-300) * 1e-12
+    W64 = Zc @ evecs[:, keep]
+    dropped = float(np.sqrt(max(evals[~keep].sum(), 0.0)))  # |dropped component| of any point <= this
+    W = W64.astype(np.float32)
+    sq = np.einsum("ij,ij->i", W64, W64).astype(np.float32)
+    ones = np.ones((n, 1), dtype=np.float32)
+    A = np.hstack([-2.0 * W, sq[:, None], ones])
+    Bt = np.ascontiguousarray(np.hstack([W, ones, sq[:, None]]).T)
+    m = int(min(n, max(4 * k, 4 * np.sqrt(k * n))))
+    sample = np.sort(rng.choice(n, size=m, replace=False))
+    Bs = np.ascontiguousarray(Bt[:, sample])
+    cbits = max(1, int(n - 1).bit_length())
+    # float32 error of the search distances: |fl(D) - D| <= gamma * sum |a_t b_t| with
+    # sum |a_t b_t| <= 2 (|w_j|^2 + |w_i|^2) (+ rounding of w and sq, + dropped directions)
+    u = float(np.finfo(np.float32).eps)
+    sq64 = np.einsum("ij,ij->i", W64, W64)
+    err = 4.0 * (W.shape[1] + 4) * u * (sq64 + sq64.max()) + 4.0 * dropped * (np.sqrt(sq64) + np.sqrt(sq64.max())) \
+        + 4.0 * dropped ** 2
+    nbr = None
+    if 2 * cbits + 32 <= 64:  # n <= 65536: symmetric tiles, each distance block used for both sides
+        nbr, rad32 = _knn_symmetric(A, Bt, Bs, sample, k, cbits, slack=(2 * err).astype(np.float32))
+    if nbr is None:
+        nbr, rad32 = _knn_rowblocks(A, Bt, Bs, sample, k, cbits)
+    rows = np.hstack([np.arange(n, dtype=np.int64)[:, None], nbr]).ravel()
+    cols = np.repeat(np.arange(n, dtype=np.int64), k + 1)
+    costs = _pair_costs(Z, rows, cols)
+    radius = np.maximum(rad32.astype(np.float64) - err, 0.0)
+    return _sorted_uniform(n, k + 1, rows, cols, costs, radius)
+
+
+def _thresholds(A, Bs, sample, k, step=256):
+    """Per query row, the ``k``-th smallest distance to the sample (home excluded): an upper
+    bound of its true ``k``-th nearest distance."""
+    n = A.shape[0]
+    tau = np.empty(n, dtype=np.float32)
     for s in range(0, n, step):
         J = np.arange(s, min(n, s + step))
-        D = sq[J, None] + sq[None, :] - 2.0 * (Z32[J] @ Z32.T)  # (B, n)
-        D[np.arange(len(J)), J] = -1.0  # home first
-        part = (np.argpartition(D, k, axis=1)[:, : k + 1].copy() if k + 1 < n  # copy: free the (B, n) block
-                else np.tile(np.arange(n), (len(J), 1)))
-        rows_list.append(part)
-        if k + 1 < n:
-            radius[J] = np.max(np.take_along_axis(D, part, axis=1), axis=1)
-    rows = np.concatenate(rows_list).astype(np.int64)  # (n, k + 1)
-    cols = np.repeat(np.arange(n), rows.shape[1])
-    rows = rows.ravel()
-    diff = Z[rows] - Z[cols]
-    costs = np.einsum("ij,ij->i", diff, diff)
-    costs[rows == cols] = 0.0
-    # float32 search: shrink the certified radius by a safety margin
-    radius = np.maximum(radius * (1 - 1e-4) - 1e-6, 0.0) if k + 1 < n else radius
-    return _sorted(np.arange(0, n * (k + 1) + 1, k + 1), rows, cols, costs, radius)
+        Ds = A[J] @ Bs
+        Ds[sample[None, :] == J[:, None]] = np.inf
+        tau[J] = np.partition(Ds, k - 1, axis=1)[:, k - 1]
+    return tau
+
+
+def _first_k(key, n_rows, k, cbits, row_shift):
+    """Rows' first ``k`` packed keys (sorted) -> neighbour columns and float32 k-th distance."""
+    key.sort()
+    start = np.searchsorted(key >> np.uint64(row_shift), np.arange(n_rows, dtype=np.uint64))
+    sel = key[start[:, None] + np.arange(k)]
+    nbr = (sel & np.uint64((1 << cbits) - 1)).astype(np.int64)
+    rad = ((sel[:, -1] >> np.uint64(cbits)) & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
+    return nbr, rad
+
+
+def _pack(r, v, c, cbits):
+    """Keys ``(row, distance bits, column)``; non-negative float32 bit patterns are monotone."""
+    v = np.maximum(v, 0.0)
+    key = v.view(np.uint32).astype(np.uint64)
+    key <<= np.uint64(cbits)
+    key |= c.view(np.uint64)
+    key |= r.view(np.uint64) << np.uint64(32 + cbits)
+    return key
+
+
+def _knn_symmetric(A, Bt, Bs, sample, k, cbits, slack, tile: int = 1024):
+    """Upper-triangular tiles of the distance matrix; each tile feeds the candidates of both its
+    row points and (transposed) its column points, halving the BLAS work. The thresholds get a
+    ``slack`` (float32 error bound) because a transposed tile rounds differently; returns
+    ``(None, None)`` if some point still got fewer than ``k`` survivors (caller falls back)."""
+    n = A.shape[0]
+    tau = _thresholds(A, Bs, sample, k) + slack
+    keys = []
+    for i0 in range(0, n, tile):
+        i1 = min(n, i0 + tile)
+        AI, tI = A[i0:i1], tau[i0:i1, None]
+        for j0 in range(i0, n, tile):
+            j1 = min(n, j0 + tile)
+            D = AI @ Bt[:, j0:j1]
+            tj = D.shape[1]
+            if i0 == j0:
+                np.fill_diagonal(D, np.inf)  # home is added separately
+            f = np.flatnonzero(D <= tI)
+            v = D.ravel()[f]
+            keys.append(_pack(i0 + f // tj, v, j0 + f % tj, cbits))
+            if i0 != j0:
+                f = np.flatnonzero(D <= tau[None, j0:j1])
+                v = D.ravel()[f]
+                keys.append(_pack(j0 + f % tj, v, i0 + f // tj, cbits))
+    key = np.concatenate(keys)
+    if np.bincount((key >> np.uint64(32 + cbits)).astype(np.int64), minlength=n).min() < k:
+        return None, None
+    return _first_k(key, n, k, cbits, 32 + cbits)
+
+
+def _knn_rowblocks(A, Bt, Bs, sample, k, cbits):
+    n = A.shape[0]
+    step = max(1, min(256, 1 << max(0, 31 - cbits)))  # row block (bits: row | 32 | column <= 64)
+    tile = 4096  # column tile: the (step x tile) distance block stays in cache
+    nbr = np.empty((n, k), dtype=np.int64)
+    rad32 = np.empty(n, dtype=np.float32)
+    cmask = np.uint64((1 << cbits) - 1)
+    for s in range(0, n, step):
+        J = np.arange(s, min(n, s + step))
+        B = len(J)
+        AJ = A[J]
+        Ds = AJ @ Bs
+        Ds[sample[None, :] == J[:, None]] = np.inf  # home is added separately
+        tau = np.partition(Ds, k - 1, axis=1)[:, k - 1][:, None]
+        rs, cs, vs = [], [], []
+        for c0 in range(0, n, tile):
+            D = AJ @ Bt[:, c0:c0 + tile]  # (B, T) squared distances, float32
+            T = D.shape[1]
+            inblk = (J >= c0) & (J < c0 + T)
+            D[np.flatnonzero(inblk), J[inblk] - c0] = np.inf
+            f = np.flatnonzero(D <= tau)
+            rs.append(f // T)
+            cs.append(f % T + c0)
+            vs.append(D.ravel()[f])
+        r, c = np.concatenate(rs), np.concatenate(cs)
+        v = np.maximum(np.concatenate(vs), 0.0)  # non-negative float32: the bit pattern is monotone
+        key = ((r.astype(np.uint64) << np.uint64(32 + cbits))
+               | (v.view(np.uint32).astype(np.uint64) << np.uint64(cbits)) | c.astype(np.uint64))
+        key.sort()
+        start = np.searchsorted(key >> np.uint64(32 + cbits), np.arange(B, dtype=np.uint64))
+        sel = key[start[:, None] + np.arange(k)]
+        nbr[J] = (sel & cmask).astype(np.int64)
+        rad32[J] = ((sel[:, -1] >> np.uint64(cbits)) & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
+    return nbr, rad32
+
+
+def _pair_costs(Z, rows, cols, chunk: int = 1 << 18) -> np.ndarray:
+    """``||Z[rows] - Z[cols]||^2`` in float64 (chunked), exactly 0 for identical rows and at home.
+
+    ``rows``/``cols`` hold ``w`` entries per column, column by column (``cols`` repeated).
+    """
+    n = Z.shape[0]
+    w = len(rows) // n
+    R = rows.reshape(n, w)
+    out = np.empty((n, w))
+    step = max(1, chunk // w)
+    for s in range(0, n, step):
+        diff = Z[R[s:s + step]] - Z[s:s + step, None, :]
+        out[s:s + step] = np.einsum("ijk,ijk->ij", diff, diff)
+    out = out.ravel()
+    out[rows == cols] = 0.0
+    return out
+
+
+def _sorted_uniform(n, w, rows, cols, costs, radius) -> CandidateSet:
+    """:func:`_sorted` for ``w`` entries per column (stored column by column): per-column sort."""
+    R, C = rows.reshape(n, w), costs.reshape(n, w)
+    order = np.lexsort((R, C), axis=-1)
+    R, C = np.take_along_axis(R, order, axis=1), np.take_along_axis(C, order, axis=1)
+    return CandidateSet(np.arange(0, n * w + 1, w), R.ravel().copy(), cols, C.ravel().copy(), radius)
 
 
 @dataclass
@@ -341,6 +507,15 @@ def _solve_dual(cand, vals, eps, *, max_iter=200):
         it += 1
     eta = hi
     tol = (hi - lo) * float(cand.costs.max()) * 2 + 1e-12 * max(1.0, float(np.abs(vals).max()))
+    uniq, mass, split = _dual_recover(cand, vals, eps, eta, tol)
+    return uniq, mass, eta, {"evaluations": it + 2, "split_column": split}
+
+
+def _dual_recover(cand, vals, eps, eta, tol):
+    """Primal recovery by complementary slackness at ``eta`` (ties within ``tol``): every column
+    on its cheapest tied argmax, then columns moved to their costliest tie in index order until
+    the budget is tight, at most one split. Returns (entries, mass, split column or None)."""
+    n = cand.n
     s = vals - eta * cand.costs
     lam = _segment_max(s, cand)
     e_lo = _tied_choice(cand, s, lam, tol, cand.costs, largest=False)
@@ -365,7 +540,251 @@ def _solve_dual(cand, vals, eps, *, max_iter=200):
     # merge duplicates (e_lo == e_hi)
     uniq, inv = np.unique(entries, return_inverse=True)
     mass = np.bincount(inv, weights=mass, minlength=len(uniq))
-    return uniq, mass, eta, {"evaluations": it + 2, "split_column": int(k) if split else None}
+    return uniq, mass, (int(k) if split else None)
+
+
+# ---------------------------------------------------------------------------------------
+# fast exact path for candidate sets with the same number of entries per column
+# (knn_candidates, all_candidates, from_dense_costs): 2-D vectorised pruning + hull
+# ---------------------------------------------------------------------------------------
+
+def _uniform_width(cand) -> int:
+    """Entries per column if every column has the same number of them, else 0 (cached)."""
+    w = cand.__dict__.get("_uniform_w")
+    if w is None:
+        n = cand.n
+        w0 = int(cand.indptr[1]) if n > 0 else 0
+        ok = w0 > 0 and cand.nnz == n * w0 and np.array_equal(cand.indptr, np.arange(0, n * w0 + 1, w0))
+        w = w0 if ok else 0
+        object.__setattr__(cand, "_uniform_w", w)
+    return w
+
+
+def _gather_index(cand, y, w):
+    """``rows + n * y[cols]`` flat and as a contiguous ``(w, n)`` transpose: entry values are
+    ``concat(loss0, loss1)[index]`` (cached on the candidate set per ``y``)."""
+    cache = cand.__dict__.get("_gather_cache")
+    if cache is not None and np.array_equal(cache[0], y):
+        return cache[1], cache[2]
+    n = cand.n
+    dtype = np.int32 if 2 * n < np.iinfo(np.int32).max else np.int64
+    idx = (cand.rows + n * y.astype(np.int64)[cand.cols]).astype(dtype)
+    idxT = np.ascontiguousarray(idx.reshape(n, w).T)
+    object.__setattr__(cand, "_gather_cache", (y.copy(), idx, idxT))
+    return idx, idxT
+
+
+def _upper_hull(c, v, col):
+    """Upper concave hull of every column's Pareto points (cost-sorted, strictly increasing
+    values, contiguous per column).
+
+    A point on or below the chord of its two neighbours is not a hull vertex and is removed;
+    repeated until none is left (the hull is unchanged by removing non-vertices). The first
+    pass examines every point at once; later passes only the neighbours of removed points,
+    through a doubly linked list, removing a non-adjacent subset at a time. A column's first
+    point has a vertical incoming edge (it is dropped only for a same-cost successor).
+    Returns the kept positions (increasing) and the number of passes.
+    """
+    m = len(c)
+    if m < 2:
+        return np.arange(m), 0
+    same = col[1:] == col[:-1]
+    dc, dv = c[1:] - c[:-1], v[1:] - v[:-1]
+    in_c = np.zeros(m)
+    in_v = np.ones(m)
+    in_c[1:] = np.where(same, dc, 0.0)
+    in_v[1:] = np.where(same, dv, 1.0)
+    rem = np.zeros(m, dtype=bool)
+    # remove i if slope_in <= slope_out  (dv_in / dc_in <= dv_out / dc_out, all >= 0)
+    rem[:-1] = same & (in_v[:-1] * dc <= dv * in_c[:-1])
+    passes = 1
+    if not rem.any():
+        return np.arange(m), passes
+    left = np.cumsum(~rem)[rem] - 1  # index (after compression) of the kept point before each removed one
+    keep = ~rem
+    pos = np.flatnonzero(keep)
+    c, v, col = c[keep], v[keep], col[keep]
+    m = len(c)
+    same = col[1:] == col[:-1]
+    nxt = np.full(m, -1, dtype=np.int64)
+    prv = np.full(m, -1, dtype=np.int64)
+    ar = np.arange(m - 1)
+    nxt[:-1] = np.where(same, ar + 1, -1)
+    prv[1:] = np.where(same, ar, -1)
+    alive = np.ones(m, dtype=bool)
+    i = np.concatenate([left, left + 1])
+    while True:
+        i = np.sort(i)
+        i = i[np.r_[True, i[1:] != i[:-1]]] if len(i) else i
+        i = i[(i >= 0) & (i < m)]
+        i = i[alive[i] & (nxt[i] >= 0)]
+        if not len(i):
+            break
+        passes += 1
+        p, q = prv[i], nxt[i]
+        hp = p >= 0
+        pp = np.where(hp, p, i)
+        din_c = np.where(hp, c[i] - c[pp], 0.0)
+        din_v = np.where(hp, v[i] - v[pp], 1.0)
+        r = i[din_v * (c[q] - c[i]) <= (v[q] - v[i]) * din_c]
+        if not len(r):
+            break
+        # remove a non-adjacent subset (a point whose predecessor is also removable waits)
+        pr = prv[r]
+        k = np.minimum(np.searchsorted(r, pr), len(r) - 1)
+        wait = (pr >= 0) & (r[k] == pr)
+        rr, waiting = r[~wait], r[wait]
+        L, R = prv[rr], nxt[rr]
+        hl, hr = L >= 0, R >= 0
+        nxt[L[hl]] = R[hl]
+        prv[R[hr]] = L[hr]
+        alive[rr] = False
+        i = np.concatenate([L[hl], R[hr], waiting])
+    return pos[alive], passes
+
+
+def _greedy_cut(slope, sdc, budget, eta_hint):
+    """Segments taken by the greedy (decreasing slope, index order on ties) until ``budget``.
+
+    Returns (taken mask, crossing segment or -1, cumulative cost before it). With ``eta_hint``
+    only the segments with slope in ``eta_hint * [0.8, 1.25]`` are sorted when the crossing is
+    provably inside that window (the result is the same as the full sort); else a full sort.
+    """
+    if eta_hint is not None and eta_hint > 0 and len(slope):
+        hi, lo = eta_hint * 1.25, eta_hint * 0.8
+        above = slope > hi
+        s_above = float(sdc[above].sum())
+        if s_above <= budget:
+            win = np.flatnonzero((slope <= hi) & (slope >= lo))
+            if len(win):
+                ow = win[np.argsort(-slope[win], kind="stable")]
+                cum = s_above + np.cumsum(sdc[ow])
+                mt = int(np.searchsorted(cum, budget, side="right"))
+                if mt < len(ow):
+                    taken = above
+                    taken[ow[:mt]] = True
+                    return taken, int(ow[mt]), (float(cum[mt - 1]) if mt > 0 else s_above), "window"
+    order = np.argsort(-slope, kind="stable")
+    cum = np.cumsum(sdc[order])
+    mt = int(np.searchsorted(cum, budget, side="right"))  # segments fully taken
+    taken = np.zeros(len(slope), dtype=bool)
+    taken[order[:mt]] = True
+    if mt < len(order):
+        return taken, int(order[mt]), (float(cum[mt - 1]) if mt > 0 else 0.0), "full"
+    return taken, -1, (float(cum[-1]) if len(cum) else 0.0), "full"
+
+
+def _solve_uniform(cand, w, y, loss0, loss1, eps, method, eta_hint=None):
+    """Exact ``greedy``/``dual`` on a uniform-width candidate set without Python loops over columns.
+
+    Dominance pruning (spec §1.3, exact) as a running max along each cost-sorted column of the
+    ``(w, n)`` value matrix, then the upper concave hull of the survivors, then the
+    multiple-choice-knapsack greedy: hull segments by decreasing slope until ``n eps`` is spent
+    (the crossing slope is ``eta*``). ``dual`` recovers the primal by complementary slackness at
+    that exact ``eta*`` (same rule as Algorithm 7's recovery, on the hull points).
+
+    Warm start (``eta_hint``, e.g. the previous boosting step's ``eta``): the pruning runs on the
+    tilted values ``R - eta_lo C`` with ``eta_lo = 0.8 eta_hint``, which keeps exactly the part
+    of every column's hull with slopes ``> eta_lo`` (the entries that can be an argmax for some
+    ``eta > eta_lo``). If the greedy crosses the budget on that part, ``eta* > eta_lo`` and the
+    solution is the full problem's; otherwise the step is redone without the tilt. Exact either way.
+    Returns (entries, mass, eta, info, lam) with ``lam[j] = max_i R_ij - eta C_ij``.
+    """
+    eta_lo = 0.8 * eta_hint if eta_hint is not None and np.isfinite(eta_hint) and eta_hint > 0 else 0.0
+    if eta_lo > 0:
+        out = _solve_uniform_tilted(cand, w, y, loss0, loss1, eps, method, eta_hint, eta_lo)
+        if out is not None:
+            return out
+    out = _solve_uniform_tilted(cand, w, y, loss0, loss1, eps, method, eta_hint, 0.0)
+    out[3]["tilt_fallback"] = eta_lo > 0
+    return out
+
+
+def _costs_T(cand, w):
+    CT = cand.__dict__.get("_costs_T")
+    if CT is None:
+        CT = np.ascontiguousarray(cand.costs.reshape(cand.n, w).T)
+        object.__setattr__(cand, "_costs_T", CT)
+    return CT
+
+
+def _solve_uniform_tilted(cand, w, y, loss0, loss1, eps, method, eta_hint, eta_lo):
+    n = cand.n
+    L = np.concatenate([loss0, loss1])
+    idx, idxT = _gather_index(cand, y, w)
+    CT = _costs_T(cand, w) if eta_lo > 0 else None
+    # running max along each column of the (tilted) values, one cache-sized row t at a time
+    # (row t of the (w, n) layout = every column's t-th cheapest candidate)
+    keepT = np.empty((w, n), dtype=bool)
+    keepT[0] = True
+    run = np.take(L, idxT[0])
+    buf, tmp = np.empty(n), np.empty(n)
+    if CT is not None:
+        run -= eta_lo * CT[0]
+    for t in range(1, w):
+        np.take(L, idxT[t], out=buf)
+        if CT is not None:
+            np.multiply(CT[t], eta_lo, out=tmp)
+            np.subtract(buf, tmp, out=buf)
+        np.greater(buf, run, out=keepT[t])
+        np.maximum(run, buf, out=run)
+    e = np.flatnonzero(keepT.T)  # pruned entries, column by column, increasing cost and value
+    c, v = cand.costs[e], L[idx[e]]
+    col = e // w
+    budget = n * eps
+    if eta_lo > 0:
+        # the prefix of every column up to its cheapest argmax at eta_hi = 1.25 eta_hint is taken
+        # whenever eta* <= eta_hi: start each column there (its hull vertex) and drop the rest
+        eta_hi = 1.25 * eta_hint
+        sh = v - eta_hi * c
+        starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+        ismax = sh == np.maximum.reduceat(sh, starts)[col]
+        im = np.flatnonzero(ismax)
+        a_h = im[np.r_[True, col[im[1:]] != col[im[:-1]]]]
+        if float(c[a_h].sum()) > budget:
+            return None  # eta* > eta_hi
+        sub = np.arange(len(e)) >= a_h[col]
+        e, c, v, col = e[sub], c[sub], v[sub], col[sub]
+    pts, passes = _upper_hull(c, v, col)
+    hc, hv, hj = c[pts], v[pts], col[pts]
+    same = hj[1:] == hj[:-1]
+    seg = np.flatnonzero(same)  # segment from hull point seg to seg + 1
+    sdc = hc[seg + 1] - hc[seg]
+    slope = (hv[seg + 1] - hv[seg]) / sdc
+    hstart = np.flatnonzero(np.r_[True, ~same])  # first hull point of each column (all present)
+    base = float(hc[hstart].sum())  # cost of every column at its first hull point (0 untilted)
+    taken, sg, prev, how = _greedy_cut(slope, sdc, budget - base, eta_hint)
+    prev += base
+    # hull slopes decrease along a column: the taken segments are a prefix
+    final = hstart + np.bincount(hj[seg[taken]], minlength=n)
+    eta, frac = 0.0, None
+    if sg < 0 and eta_lo > 0:
+        return None  # eta* <= eta_lo: the tilted pruning may have dropped needed entries
+    if sg >= 0:
+        theta = (budget - prev) / sdc[sg]
+        eta = float(slope[sg])
+        if theta > 0:
+            frac = (int(hj[seg[sg]]), int(seg[sg] + 1), float(theta))
+    info = {"path": f"uniform/{how}" + ("/tilted" if eta_lo > 0 else ""), "pruned_entries": int(len(e)),
+            "hull_points": int(len(pts)), "hull_passes": passes, "segments": int(len(seg))}
+    lam = hv[final] - eta * hc[final]
+    if method == "dual" and eta > 0:
+        counts = np.diff(np.r_[hstart, len(pts)])
+        hcand = CandidateSet(np.r_[0, np.cumsum(counts)], cand.rows[e[pts]], hj, hc, cand.radius)
+        tol = 1e-11 * max(1.0, float(np.abs(hv).max()), eta * float(hc.max()))
+        he, mass, split = _dual_recover(hcand, hv, eps, eta, tol)
+        info["split_column"] = split
+        return e[pts[he]], mass, eta, info, lam
+    entries = e[pts[final]]
+    mass = np.full(n, 1.0 / n)
+    if frac is not None:
+        j, to, theta = frac
+        mass[j] = (1 - theta) / n
+        entries = np.append(entries, e[pts[to]])
+        mass = np.append(mass, theta / n)
+    if method == "dual":
+        info["split_column"] = None
+    return entries, mass, eta, info, lam
 
 
 def _pareto_hull(c, r, home_r):
@@ -535,6 +954,7 @@ def solve_ot(
     sgd_lr: float = 1e-4,
     sgd_momentum: float = 0.9,
     random_state=None,
+    eta_hint: float | None = None,
 ) -> OTResult:
     """Solve BuDRO's inner transport problem on a candidate set.
 
@@ -559,6 +979,10 @@ def solve_ot(
     sgd_* : dual-SGD parameters (Algorithm 2; defaults are the paper's Adult values).
     random_state : int, RandomState or None
         Batch sampling of ``dual_sgd``.
+    eta_hint : float, optional
+        Expected budget multiplier (e.g. the previous boosting step's ``eta``). Speeds up the
+        exact ``greedy``/``dual`` fast path (only the hull segments near it are sorted when the
+        crossing is proven to lie there); never changes the solution.
 
     Returns
     -------
@@ -576,8 +1000,35 @@ def solve_ot(
     loss0, loss1 = np.asarray(loss0, dtype=np.float64), np.asarray(loss1, dtype=np.float64)
     if y.shape != (n,) or loss0.shape != (n,) or loss1.shape != (n,):
         raise ValueError(f"y, loss0 and loss1 must have shape ({n},)")
-    if not np.isin(y, (0, 1)).all():
+    if not ((y == 0) | (y == 1)).all():
         raise ValueError("labels must be in {0, 1}")
+    w = _uniform_width(candidates) if method in ("greedy", "dual") else 0
+    if w:
+        entries, mass, eta, info, lam = _solve_uniform(candidates, w, y, loss0, loss1, eps, method, eta_hint)
+        info["support_entries"] = int(candidates.nnz)
+        keep = mass > 0
+        if not keep.all():
+            entries, mass = entries[keep], mass[keep]
+        idx = _gather_index(candidates, y, w)[0][entries]
+        rows, cols = candidates.rows[entries], candidates.cols[entries]
+        lab1 = idx >= n  # the source's label is 1
+        vals = np.concatenate([loss0, loss1])[idx]
+        if not candidates.complete and np.isfinite(eta):
+            lmax = np.where(y == 1, loss1.max(), loss0.max())
+            info["uncertified_columns"] = int(np.sum(lmax - eta * candidates.radius > lam + 1e-12))
+        w1 = mass * lab1
+        res = OTResult(
+            rows=rows, cols=cols, mass=mass,
+            p0=np.bincount(rows, weights=mass - w1, minlength=n),
+            p1=np.bincount(rows, weights=w1, minlength=n),
+            robust_loss=float(np.dot(vals, mass)),
+            empirical_loss=float(np.where(y == 1, loss1, loss0).mean()),
+            cost=float(np.dot(candidates.costs[entries], mass)),
+            eps=float(eps), eta=float(eta), method=method, seconds=time.perf_counter() - t0, info=info,
+        )
+        logger.debug("OT %s (uniform): robust=%.6f empirical=%.6f cost=%.4g eps=%.4g eta=%.4g nnz=%d %.3fs",
+                     method, res.robust_loss, res.empirical_loss, res.cost, eps, res.eta, res.nnz, res.seconds)
+        return res
     vals_all = _entry_values(candidates, y, loss0, loss1)
     if method == "entropic":  # the entropic plan charges every entry: no pruning
         cand, vals, emap = candidates, vals_all, None
@@ -595,7 +1046,7 @@ def solve_ot(
         out = _solve_dual_sgd(cand, vals, eps, rng=check_random_state(random_state), eta0=sgd_eta0,
                               batch_size=sgd_batch_size, n_iter=sgd_n_iter, lr=sgd_lr, momentum=sgd_momentum)
     entries, mass, eta, info = out
-    info = {**info, "support_entries": int(candidates.nnz), "pruned_entries": int(cand.nnz)}
+    info = {"path": "general", **info, "support_entries": int(candidates.nnz), "pruned_entries": int(cand.nnz)}
     if emap is not None:
         entries = emap[entries]
     lmax = np.where(y == 1, loss1.max(), loss0.max())
