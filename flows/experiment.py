@@ -22,7 +22,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from fairmiss import pipeline
 from fairmiss.config import ExperimentConfig, load_config, missingness_label
 from fairmiss.io import atomic_write_json, atomic_write_text
-from fairmiss.tracking import Tracker
+from fairmiss.tracking import Tracker, git_commit
 from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
 
 logger = logging.getLogger(__name__)
@@ -74,10 +74,16 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
         if data.docs_index:
             tracker.log_artifact(parent, Path(data.docs_index).parent, "data_docs")
-        done = tracker.finished_cells(fingerprint) if cfg.execution.resume else {}
+        # task caching: a cell whose cache key (its own config, the processed-data hash, the code
+        # version) matches a FINISHED run in the store is reused; the cache lives in MLflow, not in
+        # Prefect's result storage (see cell_cache_key and the README)
+        code = git_commit()
+        keys = {c.key: pipeline.cell_cache_key(cfg, c, data_hash=data.data_hash, code_version=code) for c in cells}
+        cached = tracker.finished_cells_by_cache_key(set(keys.values())) if cfg.execution.resume else {}
+        done = {k: cached[keys[k]] for k in keys if keys[k] in cached}
         pending = [c for c in cells if c.key not in done]
         if done:
-            log.info("resuming: %d of %d cells already FINISHED under this fingerprint", len(cells) - len(pending),
+            log.info("cache: %d of %d cells already FINISHED with the same cell key (reused)", len(cells) - len(pending),
                      len(cells))
         split_keys = sorted({(c.split_index, missingness_label(c.missingness)) for c in pending})
         miss_by_label = {missingness_label(m): m for m in cfg.missingness}
@@ -97,7 +103,8 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
                 results.append(res)
                 continue
             res = futures[cell.key].result()
-            tracker.log_cell(parent, res, tags=tags, log_model=cfg.tracking.log_models, X_example=X_example)
+            tracker.log_cell(parent, res, tags={**tags, "cell.cache_key": keys[cell.key]},
+                             log_model=cfg.tracking.log_models, X_example=X_example)
             results.append(res)
             log.info("[%d/%d] %s: %s", n, len(cells), res.key,
                      res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}")

@@ -199,6 +199,22 @@ def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
     return p
 
 
+def cell_cache_key(cfg: ExperimentConfig, cell: Cell, *, data_hash: str, code_version: str) -> str:
+    """What a cell's result depends on, hashed: its own config (root seed, dataset options, split
+    settings, missingness / imputer / learner specs — :func:`cell_params`), the metrics it computes,
+    the processed data's content hash and the code version. Never the DataFrames themselves.
+
+    A re-run reuses every cell whose key matches a FINISHED run in the tracking store, so editing a
+    sweep (adding a learner, a split, a missingness spec) recomputes only the new cells, and a crashed
+    sweep resumes where it stopped. Cell seeds derive from the cell's own keys (``fairmiss.seeds``), so
+    a reused cell is exactly what a recomputation would give."""
+    from fairmiss.io import stable_hash
+
+    p = {k: v for k, v in cell_params(cfg, cell).items() if k != "experiment"}
+    return stable_hash({"cell": p, "metrics": list(cfg.metrics), "consistency": cfg.consistency,
+                        "data": data_hash, "code": code_version}, length=24)
+
+
 def _flatten(d, prefix=""):
     out = {}
     for k, v in d.items():
