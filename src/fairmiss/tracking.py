@@ -15,6 +15,17 @@ MLflow's retries cover several processes sharing a store.
 
 Every run that is started is ended: FINISHED on success, FAILED with an ``error`` tag and an
 ``error.txt`` artifact otherwise (also when the process is interrupted inside a ``with``).
+
+A store that cannot be used (directory not writable, disk full or file-size limit reached, SQLite
+I/O error, tracking server unreachable after MLflow's own HTTP retries) raises
+:class:`TrackingStoreError`, one message naming the store (database path or server URL) and the
+problem. A run that could not be ended because the store went away stays RUNNING in the store
+and is marked FAILED by :meth:`Tracker.reap_dead_runs` of the next invocation.
+
+Concurrency on the default SQLite store: store creation and experiment creation happen under
+an OS file lock beside the database (``mlflow.db.lock``); after that each write is a short SQLite
+transaction, and MLflow sets ``PRAGMA busy_timeout = 20000`` so a writer waits for another's
+lock instead of failing.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import numpy as np
 from mlflow.tracking import MlflowClient
 
 import fairmiss
+from fairmiss.config import ConfigError
 
 logger = logging.getLogger(__name__)
 # MLflow warns on every cloudpickle model and on a venv without pip; both are expected here.
@@ -43,7 +55,100 @@ for _name in ("mlflow.sklearn", "mlflow.utils.environment"):
 
 DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
 
-__all__ = ["Tracker", "resolve_uri", "git_commit", "DEFAULT_URI"]
+__all__ = ["Tracker", "TrackingStoreError", "resolve_uri", "git_commit", "DEFAULT_URI"]
+
+# MLflow logs every SQLAlchemy OperationalError with a full traceback before re-raising it; the
+# error reaches the user once, as a TrackingStoreError naming the store.
+logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
+
+
+class TrackingStoreError(ConfigError):
+    """The MLflow store (``tracking.uri`` / ``MLFLOW_TRACKING_URI``) cannot be used.
+
+    A subclass of :class:`~fairmiss.config.ConfigError` so that the command line reports it like
+    other errors in the configured environment: one message, exit status 2.
+    """
+
+
+# Substrings of errors that mean "the store is not usable" rather than "this call was invalid".
+_FILE_STORE_PROBLEMS = (
+    "unable to open database", "readonly database", "read-only", "disk i/o error", "database or disk is full",
+    "database is locked", "no space left", "file too large", "permission denied", "not a directory",
+)
+_SERVER_PROBLEMS = (
+    "max retries exceeded", "connection refused", "failed to establish", "remote end closed",
+    "connection aborted", "connection reset", "timed out", "timeout exception", "too many 50",
+)
+
+
+def store_location(uri: str) -> str:
+    """What a user should look at: the database file for ``sqlite:///…``, else the URI itself."""
+    if uri.startswith("sqlite:///"):
+        return str(Path(uri[len("sqlite:///"):]).resolve())
+    return uri
+
+
+def _store_error(uri: str, exc: BaseException) -> TrackingStoreError | None:
+    """A :class:`TrackingStoreError` for ``exc`` if it means the store is unusable, else None."""
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(exc, TrackingStoreError):
+        return exc
+    text = f"{type(exc).__name__}: {exc}"
+    low = text.lower()
+    if isinstance(exc, OSError):
+        import errno
+
+        if uri.startswith(("http://", "https://")):
+            return None  # a local file problem, not the server's
+        reason = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exhausted",
+                  errno.EFBIG: "the file-size limit is reached (disk full)", errno.EIO: "an I/O error",
+                  errno.EACCES: "it is not writable", errno.EPERM: "it is not writable",
+                  errno.EROFS: "it is on a read-only file system",
+                  errno.ENOTDIR: "a path component is a file, not a directory",
+                  errno.EEXIST: "a path component is a file, not a directory"}.get(exc.errno)
+        if reason is None:
+            return None
+    elif isinstance(exc, MlflowException) or "sqlalchemy" in type(exc).__module__:
+        remote = uri.startswith(("http://", "https://"))
+        if not any(p in low for p in (_SERVER_PROBLEMS if remote else _FILE_STORE_PROBLEMS)):
+            return None  # e.g. an invalid parameter: a bug to show as it is, not a store problem
+        if remote:
+            from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT
+
+            reason = (f"the tracking server did not answer (gave up after MLflow's "
+                      f"{MLFLOW_HTTP_REQUEST_MAX_RETRIES.get()} retries, MLFLOW_HTTP_REQUEST_MAX_RETRIES; "
+                      f"{MLFLOW_HTTP_REQUEST_TIMEOUT.get()} s per request, MLFLOW_HTTP_REQUEST_TIMEOUT)")
+        elif "full" in low or "no space" in low or "too large" in low or "disk i/o" in low:
+            reason = "the disk is full or the file cannot grow (SQLite I/O error)"
+        elif "locked" in low:
+            reason = "the database stayed locked by another writer beyond SQLite's busy timeout"
+        else:
+            reason = "it is not writable"
+    else:
+        return None
+    text = re.sub(r"\s+", " ", text.split("\n[SQL:")[0].split(" [SQL:")[0])  # SQLAlchemy appends the statement
+    if len(text) > 400:
+        text = text[:400] + " …"
+    err = TrackingStoreError(f"MLflow tracking store {store_location(uri)}: {reason}: {text}")
+    err.__cause__ = exc
+    return err
+
+
+def _guard_store(method):
+    """Turn errors that mean "store unusable" into one :class:`TrackingStoreError`."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            err = _store_error(self.uri, exc)
+            if err is None or err is exc:
+                raise
+            raise err from exc
+
+    return wrapper
 
 
 def resolve_uri(configured: str | None = None) -> str:
@@ -123,14 +228,22 @@ class Tracker:
     """Thin wrapper over :class:`MlflowClient` with explicit run ids (no thread-local state)."""
 
     def __init__(self, uri: str | None = None, experiment_name: str = "fairmiss"):
-        self.uri = resolve_uri(uri)
-        mlflow.set_tracking_uri(self.uri)
-        # Creating a SQLite store (schema migration) and an experiment are not safe when two
-        # processes do it at once; an OS file lock beside the database serialises that step.
-        with _store_lock(self.uri):
-            self.client = MlflowClient(self.uri)
-            self.client.search_experiments(max_results=1)  # forces schema creation under the lock
-            self.experiment_id = self._get_or_create(experiment_name)
+        configured = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+        self.uri = configured
+        try:
+            self.uri = resolve_uri(configured)
+            mlflow.set_tracking_uri(self.uri)
+            # Creating a SQLite store (schema migration) and an experiment are not safe when two
+            # processes do it at once; an OS file lock beside the database serialises that step.
+            with _store_lock(self.uri):
+                self.client = MlflowClient(self.uri)
+                self.client.search_experiments(max_results=1)  # forces schema creation under the lock
+                self.experiment_id = self._get_or_create(experiment_name)
+        except Exception as exc:
+            err = _store_error(configured, exc)
+            if err is None or err is exc:
+                raise
+            raise err from exc
         self.experiment_name = experiment_name
 
     def _get_or_create(self, experiment_name: str) -> str:
@@ -145,6 +258,7 @@ class Tracker:
         return exp.experiment_id
 
     # ------------------------------------------------------------------ runs
+    @_guard_store
     def start_run(self, run_name: str, *, parent_id: str | None = None, tags: dict | None = None) -> str:
         t = {k: str(v) for k, v in (tags or {}).items()}
         t.setdefault("fairmiss.version", fairmiss.__version__)
@@ -156,6 +270,7 @@ class Tracker:
         run = self.client.create_run(self.experiment_id, run_name=run_name, tags=t)
         return run.info.run_id
 
+    @_guard_store
     def end_run(self, run_id: str, *, error: str | None = None) -> None:
         if error:
             with contextlib.suppress(Exception):
@@ -171,12 +286,20 @@ class Tracker:
         try:
             yield run_id
         except BaseException as exc:
-            self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
+            try:
+                self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
+            except TrackingStoreError as end_exc:
+                # The store went away: the run stays RUNNING there until the next invocation's
+                # reap_dead_runs marks it FAILED. The first error is the one reported.
+                if not isinstance(exc, TrackingStoreError):
+                    logger.warning("run %s could not be marked FAILED: %s", run_id, end_exc)
+                raise exc from exc.__cause__
             raise
         else:
             self.end_run(run_id)
 
     # ------------------------------------------------------------------ logging
+    @_guard_store
     def log_params(self, run_id: str, params: dict) -> None:
         from mlflow.entities import Param
 
@@ -184,6 +307,7 @@ class Tracker:
         for i in range(0, len(items), 100):
             self.client.log_batch(run_id, params=items[i : i + 100])
 
+    @_guard_store
     def log_metrics(self, run_id: str, metrics: dict, step: int = 0) -> None:
         from mlflow.entities import Metric
 
@@ -193,17 +317,21 @@ class Tracker:
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i : i + 500])
 
+    @_guard_store
     def set_tags(self, run_id: str, tags: dict) -> None:
         from mlflow.entities import RunTag
 
         self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
+    @_guard_store
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         self.client.log_text(run_id, text, artifact_file)
 
+    @_guard_store
     def log_dict(self, run_id: str, obj, artifact_file: str) -> None:
         self.client.log_text(run_id, json.dumps(obj, indent=2, sort_keys=True, default=_clean), artifact_file)
 
+    @_guard_store
     def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
         p = Path(path)
         if p.is_dir():
@@ -211,6 +339,7 @@ class Tracker:
         else:
             self.client.log_artifact(run_id, str(p), artifact_path)
 
+    @_guard_store
     def log_model(self, run_id: str, model, X_example, name: str = "model") -> None:
         """Log a fitted scikit-learn compatible model with an input/output signature."""
         from mlflow.models import infer_signature
@@ -240,6 +369,9 @@ class Tracker:
                 self.log_dict(run_id, result.confusion, "confusion_matrices.json")
             if result.mask_summary is not None:
                 self.log_text(run_id, result.mask_summary.to_csv(index=False), "missingness_mask_summary.csv")
+            for fname, table in sorted((getattr(result, "tables", None) or {}).items()):
+                # e.g. imputation_diagnostics.csv: per feature x group imputation error, Disc, Theorem 1
+                self.log_text(run_id, table.to_csv(index=False, float_format="%.10g"), f"diagnostics/{fname}")
             if result.status == "ok" and log_model and result.model is not None and X_example is not None:
                 try:
                     self.log_model(run_id, result.model, X_example)
@@ -253,6 +385,7 @@ class Tracker:
         self.end_run(run_id, error=result.error if result.status != "ok" else None)
         return run_id
 
+    @_guard_store
     def reap_dead_runs(self) -> list[str]:
         """Mark FAILED the RUNNING runs of this experiment whose process (same host) no longer exists.
 
@@ -276,6 +409,7 @@ class Tracker:
             logger.warning("marked %d run(s) of dead processes as FAILED", len(reaped))
         return reaped
 
+    @_guard_store
     def finished_cells(self, fingerprint: str) -> dict[str, object]:
         """Child runs FINISHED with status ok under ``fingerprint``, by cell key (newest wins)."""
         runs = self.client.search_runs(
@@ -286,7 +420,21 @@ class Tracker:
         )
         return {r.data.tags["cell.key"]: r for r in runs if "cell.key" in r.data.tags}
 
+    @_guard_store
+    def finished_cells_by_cache_key(self, keys: set[str]) -> dict[str, object]:
+        """Child runs FINISHED with status ok whose ``cell.cache_key`` tag is in ``keys`` (newest wins):
+        the task cache of :func:`fairmiss.pipeline.cell_cache_key`."""
+        if not keys:
+            return {}
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string="attributes.status = 'FINISHED' and tags.`cell.status` = 'ok'",
+            max_results=50000, order_by=["attributes.start_time ASC"],
+        )
+        return {r.data.tags["cell.cache_key"]: r for r in runs if r.data.tags.get("cell.cache_key") in keys}
+
     # ------------------------------------------------------------------ reading back
+    @_guard_store
     def find_finished_parent(self, fingerprint: str) -> str | None:
         runs = self.client.search_runs(
             [self.experiment_id],
@@ -295,6 +443,7 @@ class Tracker:
         )
         return runs[0].info.run_id if runs else None
 
+    @_guard_store
     def child_runs(self, parent_id: str):
         return self.client.search_runs([self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'",
                                        max_results=10000)

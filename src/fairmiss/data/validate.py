@@ -115,11 +115,22 @@ def validate_table(
         if docs_dir is not None:
             site = Path(tmp) / "gx" / "uncommitted" / "data_docs" / "local_site"
             docs_dir = Path(docs_dir)
-            staging = docs_dir.with_name(docs_dir.name + ".tmp")
-            shutil.rmtree(staging, ignore_errors=True)
-            shutil.copytree(site, staging)
-            shutil.rmtree(docs_dir, ignore_errors=True)
-            staging.rename(docs_dir)
+            docs_dir.parent.mkdir(parents=True, exist_ok=True)
+            # a unique staging folder per process: concurrent runs sharing a working directory must
+            # not collide (a fixed '<name>.tmp' raised FileExistsError with 4 writers); the last
+            # rename wins and every version is a complete site for the same table
+            staging = Path(tempfile.mkdtemp(prefix=f".{docs_dir.name}.", dir=docs_dir.parent))
+            shutil.copytree(site, staging, dirs_exist_ok=True)
+            old = Path(tempfile.mkdtemp(prefix=f".{docs_dir.name}.old.", dir=docs_dir.parent))
+            try:
+                docs_dir.rename(old / "site")
+            except FileNotFoundError:  # first run, or another process moved it away first
+                pass
+            try:
+                staging.rename(docs_dir)
+            except OSError:  # another process put its (equivalent) site in place first
+                shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
             index = docs_dir / "index.html"
     report = ValidationReport(not failures, len(vres.results), failures, index)
     logger.info("validation of %s: %d expectations, %d failed", variant.name, report.n_expectations, len(failures))
