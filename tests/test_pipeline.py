@@ -26,6 +26,25 @@ def _run(data, **cfg):
     return out
 
 
+def test_imputer_fitted_once_per_split_and_shared_exactly(data):
+    learners = [{"kind": "decision_tree"}, {"kind": "logistic_regression"}]
+    imputers = [{"kind": "knn"}, {"kind": "mean", "per_group": True}, {"kind": "knn", "name": "knn_mm", "test_fit_on": "test"}]
+    pipeline._IMPUTE_CACHE.clear()
+    c = parse_config({**BASE, "imputers": imputers, "learners": learners})
+    sp = pipeline.make_split(c, data, 0, c.missingness[0])
+    cells = [cell for cell in c.cells() if cell.split_index == 0]
+    shared = [pipeline.fit_evaluate(c, cell, data, sp) for cell in cells]
+    # knn and group-mean are fitted once for both learners; the mismatch imputer is never shared
+    assert len(pipeline._IMPUTE_CACHE) == 2
+    fresh = []
+    for cell in cells:  # the same cells with the cache emptied before each: identical numbers
+        pipeline._IMPUTE_CACHE.clear()
+        fresh.append(pipeline.fit_evaluate(c, cell, data, sp))
+    assert all(r.status == "ok" for r in shared + fresh), [r.error for r in shared + fresh]
+    for a, b in zip(shared, fresh):
+        assert a.metrics == b.metrics, a.key
+
+
 def test_per_group_and_nan_paths(data):
     res = _run(data, imputers=[{"kind": "mean", "per_group": True}, {"kind": "none"}],
                learners=[{"kind": "decision_tree"}, {"kind": "hist_gradient_boosting", "imputers": ["none"]}])
