@@ -91,10 +91,10 @@ def _cmd_run(args) -> int:
     def go():
         out = run_any(args.config, quick=getattr(args, "quick", False), results_dir=args.results_dir,
                       processed_dir=args.processed_dir)
-        print(out["table"])
-        print(f"\nresults: {out['results_dir']}/metrics.json   MLflow: {out['tracking_uri']} "
-              f"(parent run {out['parent_run_id']}; open with `fairmiss ui`)")
-        if out["failed"]:
+        print(out.get("table", ""))
+        print(f"\nresults: {out['results_dir']}/metrics.json   MLflow: {out.get('tracking_uri', '')} "
+              f"(parent run {out.get('parent_run_id')}; open with `fairmiss ui`)")
+        if out.get("failed"):
             print(f"{len(out['failed'])} cell(s) failed: {out['failed'][:5]}", file=sys.stderr)
     return run_guarded(go)
 

@@ -174,6 +174,10 @@ def run_any(config_path: str | Path, *, quick: bool = False, **kw) -> dict:
         from flows.study003 import decile_flow
 
         return decile_flow(str(config_path), quick=quick, **kw)
+    if getattr(cfg, "study", None) == "001_table":
+        from flows.study001 import sim001_flow
+
+        return sim001_flow(str(config_path), quick=quick, **kw)
     if getattr(cfg, "study", None) == "002_table1_hcp":
         from flows.study002 import hcp_flow
 

@@ -552,6 +552,27 @@ class DecileStudyConfig(_Strict):
     quick: dict[str, Any] | None = None
 
 
+class Sim001StudyConfig(_Strict):
+    """Paper 001's simulation table (median relative R², Model 1), a study with its own flow."""
+
+    study: Literal["001_table"]
+    experiment: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    description: str = ""
+    seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    n_reps: Annotated[int, Field(ge=2)] = 20
+    n_train: Annotated[int, Field(ge=50)] = 1000
+    n_test: Annotated[int, Field(ge=50)] = 1000
+    rho: Annotated[float, Field(ge=0, lt=1)] = 0.5
+    rate: Annotated[float, Field(gt=0, lt=1)] = 0.2
+    learners: list[Literal["tree", "rf", "xgb", "svm", "knn"]] = Field(default_factory=lambda: ["tree", "rf", "xgb"],
+                                                                       min_length=1)
+    rf_n_estimators: Annotated[int, Field(ge=1)] = 100
+    xgb_n_estimators: Annotated[int, Field(ge=1)] = 500
+    tolerance: Annotated[float, Field(gt=0)] = 0.03
+    tracking: TrackingSpec = TrackingSpec()
+    quick: dict[str, Any] | None = None
+
+
 def load_study_config(path: str | Path, *, quick: bool = False):
     """An experiment config, or a special study config when the file has a ``study:`` key."""
     path = Path(path)
@@ -565,6 +586,8 @@ def load_study_config(path: str | Path, *, quick: bool = False):
         try:
             if data.get("study") == "002_table1_hcp":
                 return HCPStudyConfig.model_validate(data)
+            if data.get("study") == "001_table":
+                return Sim001StudyConfig.model_validate(data)
             return DecileStudyConfig.model_validate(data)
         except ValidationError as exc:
             raise ConfigError(_format_errors(path, exc)) from None
