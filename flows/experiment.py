@@ -122,7 +122,12 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
             for method, entry in methods.items():
                 for k, v in entry.items():
                     flat[f"{miss}/{method}/{k}"] = v
-        tracker.log_metrics(parent, {**flat, "n_failed": len(failed)})
+        import resource
+
+        # peak memory of this process (the flow and its thread workers), for the limits table in
+        # docs/reliability.md; logged to MLflow only — metrics.json stays deterministic
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        tracker.log_metrics(parent, {**flat, "n_failed": len(failed), "peak_rss_mb": peak_mb})
         from fairmiss.report import tradeoff_report
 
         for path in tradeoff_report(results, cfg.fairness_metric, out_dir, title=cfg.experiment).values():

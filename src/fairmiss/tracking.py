@@ -77,7 +77,8 @@ _FILE_STORE_PROBLEMS = (
 )
 _SERVER_PROBLEMS = (
     "max retries exceeded", "connection refused", "failed to establish", "remote end closed",
-    "connection aborted", "connection reset", "timed out", "timeout exception", "too many 50",
+    "connection aborted", "connection reset", "connection broken", "incompleteread", "timed out",
+    "timeout exception", "too many 50",
 )
 
 
@@ -208,36 +209,6 @@ def _store_lock(uri: str):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _tune_sqlite(client, uri: str) -> None:
-    """Write-ahead log + ``synchronous=NORMAL`` on the local SQLite store.
-
-    WAL lets readers (the MLflow UI, a resume lookup) run while a sweep writes, and with
-    ``synchronous=NORMAL`` a commit no longer waits for an fsync: logging a cell took ~230 ms with
-    the default rollback journal and ~12 commits per cell. The trade-off: the last commits can be lost
-    on an OS crash or power cut (not on a process crash or SIGKILL); a lost cell is simply recomputed
-    by the next run (cache by cell key). ``journal_mode`` persists in the file; ``synchronous`` is set
-    on every new connection of this process's engine."""
-    if not uri.startswith("sqlite:///"):
-        return
-    try:
-        engine = client._tracking_client.store.engine  # MLflow's SqlAlchemyStore
-    except AttributeError:  # another store implementation: leave it alone
-        return
-    from sqlalchemy import event, text
-
-    def on_connect(dbapi_conn, _record):
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.close()
-
-    if not getattr(engine, "_fairmiss_tuned", False):
-        event.listen(engine, "connect", on_connect)
-        engine._fairmiss_tuned = True
-        with engine.connect() as conn:
-            conn.execute(text("PRAGMA journal_mode=WAL"))
-        engine.dispose()  # pooled connections made before the listener get reopened with it
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -272,7 +243,6 @@ class Tracker:
             with _store_lock(self.uri):
                 self.client = MlflowClient(self.uri)
                 self.client.search_experiments(max_results=1)  # forces schema creation under the lock
-                _tune_sqlite(self.client, self.uri)
                 self.experiment_id = self._get_or_create(experiment_name)
         except Exception as exc:
             err = _store_error(configured, exc)
