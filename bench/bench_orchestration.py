@@ -1,0 +1,203 @@
+"""Orchestration benchmarks (issue I): what Prefect + MLflow cost on top of the science.
+
+1. **Overhead**: a 100-cell grid of a fast learner (10 splits × 10 logistic regressions, COMPAS 000,
+   mean imputation, no injected missingness) through the Prefect flow with MLflow tracking, against the
+   same cells called directly through the library (prepare → split → fit_evaluate, no Prefect, no
+   MLflow). Both arms include preparing + validating the data. Measured with models logged (the default)
+   and without (``tracking.log_models: false``), one worker each (``max_workers: 1``) so the ratio
+   measures orchestration, not parallelism. Goal: ≤ 1.10×.
+2. **Cached re-run**: the finished sweep run again against the same store: every cell is reused from
+   MLflow (resume by fingerprint). Goal: ≤ 5 % of the first run.
+3. **Dask scale-out**: a CPU-bound grid (8 random forests of 300 trees) on a local Dask cluster of 2
+   workers vs 1 (Prefect's DaskTaskRunner; a Prefect server is started on 127.0.0.1 because Dask
+   workers are separate processes). Goal: ≥ 1.7× speed-up.
+
+Arms are interleaved and repeated; medians are reported. Writes bench/results/orchestration.{json,md}.
+Run: ``FAIRMISS_DATA_MIRROR=../shared/data/raw .venv/bin/python bench/bench_orchestration.py [--repeats 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def grid_config(tmp: Path, name: str, *, log_models: bool, learners, n_splits: int, max_workers: int = 1,
+                runner: str = "thread") -> Path:
+    cfg = {
+        "experiment": name, "seed": 11, "dataset": {"name": "compas_000"},
+        "split": {"test_size": 0.3, "n_splits": n_splits},
+        "missingness": [{"kind": "none"}], "imputers": [{"kind": "mean"}], "learners": learners,
+        "tracking": {"uri": f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}", "log_models": log_models},
+        "execution": {"max_workers": max_workers, "task_runner": runner},
+    }
+    p = tmp / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return p
+
+
+FAST = [{"kind": "logistic_regression", "name": f"lr_C{c:g}", "C": c}
+        for c in (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)]
+CPU = [{"kind": "random_forest", "name": "rf300", "n_estimators": 300}]
+
+
+def run_flow(cfg: Path, tmp: Path, env=None) -> float:
+    code = ("import sys, time; from flows.experiment import run_experiment; t=time.perf_counter(); "
+            f"run_experiment({str(cfg)!r}, results_dir={str(tmp / 'results')!r}, "
+            f"processed_dir={str(tmp / 'processed')!r}); print('ELAPSED', time.perf_counter()-t)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **(env or {})},
+                       capture_output=True, text=True, timeout=3600)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr[-3000:])
+    return float([ln for ln in r.stdout.splitlines() if ln.startswith("ELAPSED")][-1].split()[1])
+
+
+def run_direct(cfg: Path, tmp: Path) -> float:
+    code = f"""
+import time
+from pathlib import Path
+t = time.perf_counter()
+from fairmiss import pipeline
+from fairmiss.config import load_config
+cfg = load_config({str(cfg)!r})
+data = pipeline.prepare(cfg.dataset, processed_dir=Path({str(tmp / 'processed-direct')!r}))
+splits = {{}}
+for cell in cfg.cells():
+    k = cell.split_index
+    if k not in splits:
+        splits[k] = pipeline.make_split(cfg, data, k, cell.missingness)
+    r = pipeline.fit_evaluate(cfg, cell, data, splits[k])
+    assert r.status == "ok", r.error
+print("ELAPSED", time.perf_counter() - t)
+"""
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=os.environ, capture_output=True, text=True,
+                       timeout=3600)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr[-3000:])
+    return float([ln for ln in r.stdout.splitlines() if ln.startswith("ELAPSED")][-1].split()[1])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prefect_server(home: Path):
+    import requests
+
+    port = free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_SERVER_UI_ENABLED": "false"}
+    log = open(home / "server.log", "w")
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
+                             "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    api = f"http://127.0.0.1:{port}/api"
+    t0 = time.time()
+    while time.time() - t0 < 300:
+        try:
+            if requests.get(api + "/health", timeout=5).ok:
+                return proc, {"PREFECT_HOME": str(home), "PREFECT_API_URL": api}
+        except requests.RequestException:
+            time.sleep(2)
+    proc.terminate()
+    raise RuntimeError("Prefect server did not start")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--skip-dask", action="store_true")
+    args = ap.parse_args(argv)
+    tmp_root = Path(tempfile.mkdtemp(prefix="bench_orch_"))
+    res: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                             "load_at_start": os.getloadavg()}, "repeats": args.repeats}
+    try:
+        # 1 + 2: overhead and cached re-run ---------------------------------------------------------
+        rows = {"direct": [], "flow_models": [], "flow_nomodels": [], "rerun_cached": []}
+        for rep in range(args.repeats):
+            for arm in ("direct", "flow_models", "flow_nomodels"):
+                tmp = tmp_root / f"{arm}-{rep}"
+                tmp.mkdir()
+                cfg = grid_config(tmp, "grid100", log_models=(arm == "flow_models"), learners=FAST, n_splits=10)
+                if arm == "direct":
+                    rows[arm].append(run_direct(cfg, tmp))
+                else:
+                    rows[arm].append(run_flow(cfg, tmp))
+                    if arm == "flow_models":
+                        rows["rerun_cached"].append(run_flow(cfg, tmp))  # same store: every cell reused
+                print(rep, arm, rows[arm][-1], flush=True)
+        med = {k: statistics.median(v) for k, v in rows.items()}
+        res["grid100"] = {"seconds": rows, "median": med,
+                          "overhead_ratio_with_models": med["flow_models"] / med["direct"],
+                          "overhead_ratio_without_models": med["flow_nomodels"] / med["direct"],
+                          "rerun_fraction": med["rerun_cached"] / med["flow_models"]}
+        # 3: Dask 2 workers vs 1 ----------------------------------------------------------------------
+        if not args.skip_dask:
+            home = tmp_root / "prefect_home"
+            home.mkdir()
+            proc, env = prefect_server(home)
+            try:
+                d = {"dask1": [], "dask2": []}
+                for rep in range(args.repeats):
+                    for arm, workers in (("dask1", 1), ("dask2", 2)):
+                        tmp = tmp_root / f"{arm}-{rep}"
+                        tmp.mkdir()
+                        cfg = grid_config(tmp, "cpu8", log_models=False, learners=CPU, n_splits=8,
+                                          max_workers=workers, runner="dask")
+                        d[arm].append(run_flow(cfg, tmp, env))
+                        print(rep, arm, d[arm][-1], flush=True)
+                dm = {k: statistics.median(v) for k, v in d.items()}
+                res["dask"] = {"seconds": d, "median": dm, "speedup": dm["dask1"] / dm["dask2"]}
+            finally:
+                proc.terminate()
+                proc.wait(60)
+        res["machine"]["load_at_end"] = os.getloadavg()
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
+    out = ROOT / "bench" / "results"
+    (out / "orchestration.json").write_text(json.dumps(res, indent=2) + "\n")
+    g = res["grid100"]
+    lines = [
+        "# Orchestration benchmark (issue I)", "",
+        f"Command: `FAIRMISS_DATA_MIRROR=../shared/data/raw .venv/bin/python bench/bench_orchestration.py "
+        f"--repeats {args.repeats}`; {os.cpu_count()} CPUs, load average at start "
+        f"{res['machine']['load_at_start'][0]:.1f}, at end {res['machine']['load_at_end'][0]:.1f}. Medians of "
+        f"{args.repeats} interleaved repeats, each arm a fresh process (imports included).", "",
+        "| measurement | seconds (median) | ratio | goal |", "|---|---|---|---|",
+        f"| 100 cells called directly (library only) | {g['median']['direct']:.1f} | 1.00 | reference |",
+        f"| same through Prefect + MLflow, models logged | {g['median']['flow_models']:.1f} | "
+        f"{g['overhead_ratio_with_models']:.2f}× | ≤ 1.10× |",
+        f"| same, `log_models: false` | {g['median']['flow_nomodels']:.1f} | "
+        f"{g['overhead_ratio_without_models']:.2f}× | ≤ 1.10× |",
+        f"| finished sweep re-run (all cells reused) | {g['median']['rerun_cached']:.1f} | "
+        f"{g['rerun_fraction']:.1%} of first run | ≤ 5 % |",
+    ]
+    if "dask" in res:
+        dm = res["dask"]["median"]
+        lines.append(f"| 8 random forests (300 trees), Dask 1 worker → 2 workers | {dm['dask1']:.1f} → "
+                     f"{dm['dask2']:.1f} | {res['dask']['speedup']:.2f}× speed-up | ≥ 1.7× |")
+    (out / "orchestration.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
