@@ -32,7 +32,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils.estimator_checks import parametrize_with_checks
+import pytest
+from sklearn.utils.estimator_checks import estimator_checks_generator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairmiss.learners import _FitThenEqualise, _ProjectThenFit, _SensitiveLast, _WithFitKwargs
@@ -220,6 +221,30 @@ def expected_failed_checks(est) -> dict[str, str]:
     return EXPECTED_FAILURES.get(_name(est), {})
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks, xfail_strict=True)
+#: checks not run, by design (so nothing is silently skipped): scikit-learn's array-API dispatch check
+#: needs SCIPY_ARRAY_API set before SciPy is first imported, which would change SciPy's behaviour for the
+#: whole test session; array-API inputs are not a fairmiss goal (NumPy in, NumPy out)
+NOT_RUN = {"check_array_api_input": "array API dispatch needs SCIPY_ARRAY_API before SciPy's import; not a goal"}
+
+
+def _check_name(check) -> str:
+    return getattr(check, "func", check).__name__
+
+
+def _cases():
+    for est in ESTIMATORS:
+        for item in estimator_checks_generator(est, legacy=True, mark="xfail", xfail_strict=True,
+                                               expected_failed_checks=expected_failed_checks(est)):
+            # an expected failure comes as pytest.param(est, check, marks=xfail); the rest as (est, check)
+            param = item if hasattr(item, "marks") else pytest.param(*item)
+            if _check_name(param.values[1]) not in NOT_RUN:
+                yield param
+
+
+def _id(obj):
+    return _check_name(obj) if callable(obj) and not hasattr(obj, "get_params") else str(obj).replace("\n", "")
+
+
+@pytest.mark.parametrize("estimator, check", list(_cases()), ids=_id)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
