@@ -24,6 +24,8 @@ ExponentiatedGradient / ThresholdOptimizer (third-party; fairmiss only routes th
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
@@ -242,7 +244,7 @@ def _cases():
 
 
 def _id(obj):
-    return _check_name(obj) if callable(obj) and not hasattr(obj, "get_params") else str(obj).replace("\n", "")
+    return _check_name(obj) if callable(obj) and not hasattr(obj, "get_params") else re.sub(r"\s+", "", str(obj))
 
 
 @pytest.mark.parametrize("estimator, check", list(_cases()), ids=_id)
