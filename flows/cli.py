@@ -89,8 +89,11 @@ def _cmd_run(args) -> int:
     from flows.experiment import run_any
 
     def go():
-        out = run_any(args.config, quick=getattr(args, "quick", False), results_dir=args.results_dir,
-                      processed_dir=args.processed_dir)
+        out = run_any(args.config, quick=getattr(args, "quick", False), force=getattr(args, "force", False),
+                      results_dir=args.results_dir, processed_dir=args.processed_dir)
+        if out.get("up_to_date"):
+            print("up to date: same config, raw data and code as the finished run below; nothing was run "
+                  "(--force runs it again)\n")
         print(out.get("table", ""))
         print(f"\nresults: {out['results_dir']}/metrics.json   MLflow: {out.get('tracking_uri', '')} "
               f"(parent run {out.get('parent_run_id')}; open with `fairmiss ui`)")
@@ -182,10 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
     p.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides (small version)")
+    p.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date")
     p.set_defaults(fn=_cmd_run)
     p = sub.add_parser("study", help="run a paper study from params/studies/ ('list' to list them)")
     p.add_argument("name")
     p.add_argument("--quick", action="store_true", help="small version (the study's `quick:` overrides)")
+    p.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
     p.set_defaults(fn=_cmd_study)

@@ -158,9 +158,46 @@ def run_fingerprint(cfg: ExperimentConfig) -> str:
     return stable_hash({"config": cfg.config_hash, "raw": raw, "code": git_commit()})
 
 
-def run_experiment(config_path: str | Path, *, quick: bool = False, **kw) -> dict:
-    """Validate the config first (clear error, nothing started), then run the flow."""
+def up_to_date(cfg: ExperimentConfig, results_dir: str | Path = "results") -> dict | None:
+    """The finished run a re-run would only repeat, or ``None``.
+
+    Up to date means, as for ``make`` or ``dvc repro``: ``results/<experiment>/metrics.json`` and its
+    report exist for this config (same config hash, no failed cell), and the store holds a FINISHED
+    parent run with the same fingerprint (config hash, declared raw-file checksums, code version —
+    including uncommitted changes) that recorded the same processed-data hash and no failed cell.
+    Then nothing would change; no flow run, server or data gate is started. ``--force`` skips this.
+    """
+    import json
+
+    out_dir = Path(results_dir) / cfg.experiment
+    try:
+        metrics = json.loads((out_dir / "metrics.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if (metrics.get("config_hash") != cfg.config_hash or metrics.get("n_failed") != 0
+            or not (out_dir / "report.html").exists()):
+        return None
+    tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
+    run = tracker.find_finished_parent_run(run_fingerprint(cfg))
+    if run is None or run.data.tags.get("data.processed_hash") != metrics.get("data_hash") \
+            or run.data.tags.get("n_failed") != "0":
+        return None
+    return {"metrics": metrics, "table": pipeline.format_table(metrics["summary"], cfg.fairness_metric),
+            "parent_run_id": run.info.run_id, "tracking_uri": tracker.uri, "results_dir": str(out_dir),
+            "failed": [], "skipped": True, "up_to_date": True}
+
+
+def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool = False, **kw) -> dict:
+    """Validate the config first (clear error, nothing started), then run the flow — unless the results
+    and the MLflow runs are already up to date (:func:`up_to_date`; ``force=True`` runs anyway, and cells
+    are then still reused from the store when ``execution.resume`` is on)."""
     cfg = load_config(config_path, quick=quick)
+    if not force and cfg.execution.resume:
+        done = up_to_date(cfg, kw.get("results_dir", "results"))
+        if done is not None:
+            logger.info("%s: up to date (results in %s, MLflow parent run %s); nothing to run — use --force to "
+                        "run it again", cfg.experiment, done["results_dir"], done["parent_run_id"])
+            return done
     if cfg.execution.task_runner == "dask" and not os.environ.get("PREFECT_API_URL"):
         from fairmiss.config import ConfigError
 
@@ -170,8 +207,9 @@ def run_experiment(config_path: str | Path, *, quick: bool = False, **kw) -> dic
     return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), quick=quick, **kw)
 
 
-def run_any(config_path: str | Path, *, quick: bool = False, **kw) -> dict:
-    """Run an experiment config, or a study with its own flow (config with a ``study:`` key)."""
+def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False, **kw) -> dict:
+    """Run an experiment config, or a study with its own flow (config with a ``study:`` key).
+    ``force`` (experiment configs) runs even when :func:`up_to_date` finds nothing to do."""
     from fairmiss.config import load_study_config
 
     cfg = load_study_config(config_path, quick=quick)
@@ -187,7 +225,7 @@ def run_any(config_path: str | Path, *, quick: bool = False, **kw) -> dict:
         from flows.study002 import hcp_flow
 
         return hcp_flow(str(config_path), quick=quick, **kw)
-    return run_experiment(config_path, quick=quick, **kw)
+    return run_experiment(config_path, quick=quick, force=force, **kw)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,11 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results-dir", default="results")
     ap.add_argument("--processed-dir", default="processed")
     ap.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides")
+    ap.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date")
     args = ap.parse_args(argv)
     from flows.cli import run_guarded
 
-    return run_guarded(lambda: run_any(args.config, quick=args.quick, results_dir=args.results_dir,
-                                       processed_dir=args.processed_dir))
+    return run_guarded(lambda: run_any(args.config, quick=args.quick, force=args.force,
+                                       results_dir=args.results_dir, processed_dir=args.processed_dir))
 
 
 if __name__ == "__main__":

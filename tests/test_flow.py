@@ -134,3 +134,48 @@ def test_rerun_resumes_from_finished_cells(flow_run, tmp_path):
     assert parent.data.tags["n_reused"] == "4"
     a = (tmp / "results" / "compas_small" / "metrics.json").read_bytes()
     assert (tmp_path / "results" / "compas_small" / "metrics.json").read_bytes() == a
+
+
+def test_unchanged_rerun_is_up_to_date_and_force_reruns(flow_run):
+    """Same config, results dir and store, nothing changed: no flow run, no data gate, the finished
+    parent run is reported; ``force`` goes through the flow again and reuses every cell."""
+    from mlflow.tracking import MlflowClient
+
+    tmp, cfg, out = flow_run
+    kw = {"results_dir": str(tmp / "results"), "processed_dir": str(tmp / "processed")}
+    before = (tmp / "results" / "compas_small" / "metrics.json").read_bytes()
+    again = run_experiment(cfg, **kw)
+    assert again["up_to_date"]
+    client = MlflowClient(out["tracking_uri"])
+    reported, original = client.get_run(again["parent_run_id"]), client.get_run(out["parent_run_id"])
+    # the newest finished run with the same fingerprint (an earlier test may have added one)
+    assert reported.info.status == "FINISHED"
+    assert reported.data.tags["run.fingerprint"] == original.data.tags["run.fingerprint"]
+    assert again["metrics"] == json.loads(before) and again["failed"] == []
+    forced = run_experiment(cfg, force=True, **kw)
+    assert not forced.get("up_to_date") and forced["parent_run_id"] != out["parent_run_id"]
+    assert client.get_run(forced["parent_run_id"]).data.tags["n_reused"] == "4"
+    assert (tmp / "results" / "compas_small" / "metrics.json").read_bytes() == before
+
+
+def test_up_to_date_needs_results_and_a_matching_finished_run(flow_run, tmp_path):
+    import yaml
+
+    from fairmiss.config import load_config
+    from flows.experiment import up_to_date
+
+    tmp, cfg, out = flow_run
+    results = tmp / "results"
+    assert up_to_date(load_config(cfg), results) is not None
+    assert up_to_date(load_config(cfg), tmp_path / "elsewhere") is None  # no results there
+    d = yaml.safe_load(cfg.read_text())
+    d["seed"] = int(d.get("seed", 0)) + 1  # another config: other hash, no finished run with its fingerprint
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(d))
+    assert up_to_date(load_config(other), results) is None
+    d = yaml.safe_load(cfg.read_text())
+    d["tracking"] = {"uri": f"sqlite:///{tmp_path / 'empty.db'}"}  # same config hash, a store without the run
+    elsewhere = tmp_path / "elsewhere.yaml"
+    elsewhere.write_text(yaml.safe_dump(d))
+    assert load_config(elsewhere).config_hash == load_config(cfg).config_hash
+    assert up_to_date(load_config(elsewhere), results) is None

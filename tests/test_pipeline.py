@@ -208,3 +208,34 @@ def test_masking_group_or_label_is_rejected(data):
 
     with pytest.raises(MissingnessError, match="group or the label"):
         pipeline.make_split(c, d, 0, c.missingness[0])
+
+
+def test_validation_receipt_skips_the_gate_only_for_the_same_table_and_suite(tmp_path, mirror):
+    """A second prepare of an unchanged table reuses the stored receipt (Great Expectations not run);
+    a changed suite, a changed table or ``revalidate`` run the gate again."""
+    import json
+
+    from fairmiss.data import get_variant
+    from fairmiss.data.validate import suite_fingerprint
+
+    cfg = parse_config({**BASE, "imputers": [{"kind": "mean"}], "learners": [{"kind": "decision_tree"}]})
+    proc, raw = tmp_path / "proc", tmp_path / "raw"
+    first = pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc)
+    assert first.info["validation_reused"] is False
+    meta = proc / "compas_000.json"
+    stored = json.loads(meta.read_text())
+    assert stored["validation"] == {"suite": suite_fingerprint(get_variant("compas_000")),
+                                    "data_hash": first.data_hash}
+    second = pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc)
+    assert second.info["validation_reused"] is True
+    assert second.data_hash == first.data_hash and second.info["n_expectations"] == first.info["n_expectations"]
+    assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc, revalidate=True).info["validation_reused"] is False
+    meta.write_text(json.dumps({**stored, "validation": {**stored["validation"], "suite": "another"}}))
+    assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc).info["validation_reused"] is False
+    meta.write_text(json.dumps({**stored, "data_hash": "0" * 16}))  # the stored table is not this one
+    assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc).info["validation_reused"] is False
+    # the Data Docs asked for are not there yet: the gate runs to write them
+    docs = tmp_path / "docs"
+    assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc, docs_dir=docs).info["validation_reused"] is False
+    assert (docs / "index.html").exists()
+    assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc, docs_dir=docs).info["validation_reused"] is True

@@ -25,7 +25,7 @@ from sklearn.pipeline import Pipeline
 
 from fairmiss.config import Cell, ExperimentConfig, missingness_label
 from fairmiss.data import get_variant
-from fairmiss.data.validate import validate_table
+from fairmiss.data.validate import suite_fingerprint, validate_table
 from fairmiss.impute import make_imputer, wrap_multiple
 from fairmiss.io import atomic_write_json, atomic_write_with
 from fairmiss.learners import make_learner
@@ -82,37 +82,80 @@ class Processed:
     docs_index: str | None = None
 
 
+def _read_meta(meta: Path) -> dict:
+    import json
+
+    try:
+        return json.loads(meta.read_text()) if meta.exists() else {}
+    except ValueError:
+        return {}
+
+
+def validation_receipt(processed_dir: Path, stem: str, *, data_hash: str, suite: str,
+                       docs_dir: Path | None = None) -> dict | None:
+    """The stored metadata if this exact table (content hash) already passed this exact suite.
+
+    Written by :func:`persist_processed` beside ``<stem>.parquet``; ``None`` when the table, the suite,
+    the processed file or the requested Data Docs are not there, so the gate must run again.
+    """
+    processed_dir = Path(processed_dir)
+    old = _read_meta(processed_dir / f"{stem}.json")
+    ok = (old.get("data_hash") == data_hash and (old.get("validation") or {}).get("suite") == suite
+          and (processed_dir / f"{stem}.parquet").exists()
+          and (docs_dir is None or (Path(docs_dir) / "index.html").exists()))
+    return old if ok else None
+
+
+def persist_processed(df: pd.DataFrame, info: dict, processed_dir: Path, stem: str) -> None:
+    """Write ``<stem>.parquet`` and ``<stem>.json`` atomically, only when their content changed."""
+    processed_dir = Path(processed_dir)
+    target, meta = processed_dir / f"{stem}.parquet", processed_dir / f"{stem}.json"
+    old = _read_meta(meta)
+    if old.get("data_hash") != info["data_hash"] or not target.exists():
+        atomic_write_with(target, lambda p: df.to_parquet(p, index=False), suffix=".parquet")
+    if old != info:
+        atomic_write_json(meta, info)
+
+
 def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed"),
-            docs_dir: Path | None = None, allow_download: bool = True) -> Processed:
-    """Build the processed table from raw files, validate it (GE gate), persist it atomically."""
+            docs_dir: Path | None = None, allow_download: bool = True, revalidate: bool = False) -> Processed:
+    """Build the processed table from raw files, validate it (GE gate), persist it atomically.
+
+    The gate is skipped when the processed metadata holds a receipt saying that a table with the same
+    content hash passed the same suite (:func:`fairmiss.data.validate.suite_fingerprint`; the suite is a
+    pure function of the table, so the outcome cannot differ) — the expensive part of a re-run whose
+    inputs did not change. ``revalidate=True`` (or ``FAIRMISS_REVALIDATE=1``) always runs it.
+    """
+    import os
+
     variant = get_variant(dataset_spec.name)
     df, info = variant.build(raw_dir, allow_download=allow_download, **dataset_spec.options)
     opts_nondefault = {k: v for k, v in info["options"].items() if variant.options.get(k) != v}
-    report = validate_table(df, variant, docs_dir=docs_dir,
-                            n_rows=None if not opts_nondefault else len(df))
+    n_rows = None if not opts_nondefault else len(df)
     h = frame_hash(df)
-    info = {**info, "data_hash": h, "n_expectations": report.n_expectations, "dataset": variant.name}
     stem = variant.name if not opts_nondefault else f"{variant.name}-{h[:8]}"
-    processed_dir = Path(processed_dir)
-    target = processed_dir / f"{stem}.parquet"
-    meta = processed_dir / f"{stem}.json"
-    old = None
-    if meta.exists():
-        try:
-            import json
-
-            old = json.loads(meta.read_text()).get("data_hash")
-        except ValueError:
-            old = None
-    if old != h or not target.exists():
-        atomic_write_with(target, lambda p: df.to_parquet(p, index=False), suffix=".parquet")
-        atomic_write_json(meta, info)
+    suite = suite_fingerprint(variant, n_rows)
+    revalidate = revalidate or os.environ.get("FAIRMISS_REVALIDATE", "").lower() in ("1", "true", "yes")
+    receipt = None if revalidate else validation_receipt(processed_dir, stem, data_hash=h, suite=suite,
+                                                         docs_dir=docs_dir)
+    if receipt is not None:
+        n_expectations = int(receipt["n_expectations"])
+        docs_index = Path(docs_dir) / "index.html" if docs_dir is not None else None
+        logger.info("validation of %s: table %s already passed suite %s (%d expectations); not re-run",
+                    variant.name, h, suite, n_expectations)
+    else:
+        report = validate_table(df, variant, docs_dir=docs_dir, n_rows=n_rows)
+        n_expectations, docs_index = report.n_expectations, report.docs_index
+    info = {**info, "data_hash": h, "n_expectations": n_expectations, "dataset": variant.name,
+            "validation": {"suite": suite, "data_hash": h}}
+    persist_processed(df, info, processed_dir, stem)
+    info["validation_reused"] = receipt is not None
     info["card"] = dataset_card(variant, df, {k: v for k, v in info.items() if k != "card"})
     features = list(variant.features)
     if dataset_spec.group_as_feature:
         features = [*features, variant.group]
     return Processed(variant.name, df, features, variant.group, variant.label, info, h,
-                     str(report.docs_index) if report.docs_index else None)
+                     str(docs_index) if docs_index else None)
 
 
 @dataclass

@@ -417,9 +417,8 @@ def prepare_wide(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("proc
     import dataclasses
 
     from fairmiss.data import get_variant
-    from fairmiss.data.validate import DataValidationError, validate_table
-    from fairmiss.io import atomic_write_json, atomic_write_with
-    from fairmiss.pipeline import Processed, dataset_card, frame_hash
+    from fairmiss.data.validate import DataValidationError, suite_fingerprint, validate_table
+    from fairmiss.pipeline import Processed, dataset_card, frame_hash, persist_processed, validation_receipt
 
     variant = get_variant(dataset_spec.name)
     df, info = variant.build(raw_dir, allow_download=allow_download, **dataset_spec.options)
@@ -444,24 +443,18 @@ def prepare_wide(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("proc
     opts_nondefault = {k: v for k, v in info["options"].items() if variant.options.get(k) != v}
     idx = np.unique(np.linspace(0, len(feats) - 1, min(n_ge_columns, len(feats))).round().astype(int))
     sub = dataclasses.replace(variant, features={feats[i]: variant.features[feats[i]] for i in idx})
-    report = validate_table(df[sub.columns], sub, n_rows=None if not opts_nondefault else len(df))
+    n_rows = None if not opts_nondefault else len(df)
     h = frame_hash(df)
-    info = {**info, "data_hash": h, "n_expectations": report.n_expectations, "dataset": variant.name,
-            "validation": f"GE on group, label, rows and {len(idx)} feature columns; vectorised checks on all {len(feats)}"}
     stem = variant.name if not opts_nondefault else f"{variant.name}-{h[:8]}"
-    processed_dir = Path(processed_dir)
-    target, meta = processed_dir / f"{stem}.parquet", processed_dir / f"{stem}.json"
-    old = None
-    if meta.exists():
-        import json
-
-        try:
-            old = json.loads(meta.read_text()).get("data_hash")
-        except ValueError:
-            old = None
-    if old != h or not target.exists():
-        atomic_write_with(target, lambda p: df.to_parquet(p, index=False), suffix=".parquet")
-        atomic_write_json(meta, info)
+    suite = suite_fingerprint(sub, n_rows)
+    receipt = validation_receipt(processed_dir, stem, data_hash=h, suite=suite)
+    n_expectations = (int(receipt["n_expectations"]) if receipt is not None
+                      else validate_table(df[sub.columns], sub, n_rows=n_rows).n_expectations)
+    info = {**info, "data_hash": h, "n_expectations": n_expectations, "dataset": variant.name,
+            "validation": {"suite": suite, "data_hash": h,
+                           "scope": f"GE on group, label, rows and {len(idx)} feature columns; "
+                                    f"vectorised checks on all {len(feats)}"}}
+    persist_processed(df, info, processed_dir, stem)
     info["card"] = dataset_card(variant, df, {k: v for k, v in info.items() if k != "card"})
     return Processed(variant.name, df, feats, variant.group, variant.label, info, h, None)
 

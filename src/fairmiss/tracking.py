@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -162,14 +163,17 @@ def resolve_uri(configured: str | None = None) -> str:
 
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str:
-    """The code version of this process: HEAD (``-dirty`` with uncommitted changes to tracked files),
+    """The code version of this process: HEAD (``-dirty-<hash of the diff>`` with uncommitted changes to
+    tracked files),
     read once — the code a process runs is what it imported at start, and two git subprocesses per
     logged run were a measurable share of the per-cell logging cost."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "")
+        # uncommitted changes to tracked files: a hash of the diff, so that two different edits of the
+        # same commit are two code versions (cell cache keys and run fingerprints use this)
+        diff = subprocess.run(["git", "diff", "HEAD", "--no-ext-diff", "--binary"], capture_output=True,
+                              timeout=30).stdout
+        return out.stdout.strip() + (f"-dirty-{hashlib.sha256(diff).hexdigest()[:12]}" if diff else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -457,12 +461,19 @@ class Tracker:
     # ------------------------------------------------------------------ reading back
     @_guard_store
     def find_finished_parent(self, fingerprint: str) -> str | None:
+        run = self.find_finished_parent_run(fingerprint)
+        return run.info.run_id if run is not None else None
+
+    @_guard_store
+    def find_finished_parent_run(self, fingerprint: str):
+        """The newest FINISHED experiment (parent) run with this fingerprint, or ``None``."""
         runs = self.client.search_runs(
             [self.experiment_id],
             filter_string=f"tags.`run.fingerprint` = '{fingerprint}' and attributes.status = 'FINISHED'",
+            order_by=["attributes.start_time DESC"],
             max_results=1,
         )
-        return runs[0].info.run_id if runs else None
+        return runs[0] if runs else None
 
     @_guard_store
     def child_runs(self, parent_id: str):

@@ -22,7 +22,8 @@ from fairmiss.data.registry import PII_COLUMNS, DatasetVariant
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DataValidationError", "ValidationReport", "validate_table", "build_expectations"]
+__all__ = ["DataValidationError", "ValidationReport", "validate_table", "build_expectations", "expectation_specs",
+           "suite_fingerprint"]
 
 
 class DataValidationError(ValueError):
@@ -41,26 +42,47 @@ class ValidationReport:
     docs_index: Path | None
 
 
+def expectation_specs(variant: DatasetVariant, n_rows: int | None = None) -> list[tuple[str, dict]]:
+    """The suite as plain data: (expectation class name, keyword arguments), without importing GE."""
+    specs: list[tuple[str, dict]] = [("ExpectTableColumnsToMatchSet", {"column_set": list(variant.columns),
+                                                                        "exact_match": True})]
+    rows = variant.expected_rows if n_rows is None else n_rows
+    if rows is not None:
+        specs.append(("ExpectTableRowCountToEqual", {"value": int(rows)}))
+    for col, ftype in variant.features.items():
+        if ftype == "binary":
+            specs.append(("ExpectColumnValuesToBeInSet", {"column": col, "value_set": [0, 1]}))
+        if ftype in ("numeric", "binary"):
+            specs.append(("ExpectColumnValuesToBeInTypeList",
+                          {"column": col, "type_list": ["int64", "float64", "Int64", "Float64"]}))
+        if col in variant.numeric_ranges:
+            lo, hi = variant.numeric_ranges[col]
+            specs.append(("ExpectColumnValuesToBeBetween", {"column": col, "min_value": lo, "max_value": hi}))
+    for col, enc in ((variant.group, variant.group_encoding), (variant.label, variant.label_encoding)):
+        specs.append(("ExpectColumnValuesToNotBeNull", {"column": col}))
+        specs.append(("ExpectColumnValuesToBeInSet", {"column": col, "value_set": sorted(enc)}))
+    return specs
+
+
 def build_expectations(variant: DatasetVariant, n_rows: int | None = None) -> list:
     import great_expectations as gx
 
-    E = gx.expectations
-    exps = [E.ExpectTableColumnsToMatchSet(column_set=variant.columns, exact_match=True)]
-    rows = variant.expected_rows if n_rows is None else n_rows
-    if rows is not None:
-        exps.append(E.ExpectTableRowCountToEqual(value=int(rows)))
-    for col, ftype in variant.features.items():
-        if ftype == "binary":
-            exps.append(E.ExpectColumnValuesToBeInSet(column=col, value_set=[0, 1]))
-        if ftype in ("numeric", "binary"):
-            exps.append(E.ExpectColumnValuesToBeInTypeList(column=col, type_list=["int64", "float64", "Int64", "Float64"]))
-        if col in variant.numeric_ranges:
-            lo, hi = variant.numeric_ranges[col]
-            exps.append(E.ExpectColumnValuesToBeBetween(column=col, min_value=lo, max_value=hi))
-    for col, enc in ((variant.group, variant.group_encoding), (variant.label, variant.label_encoding)):
-        exps.append(E.ExpectColumnValuesToNotBeNull(column=col))
-        exps.append(E.ExpectColumnValuesToBeInSet(column=col, value_set=sorted(enc)))
-    return exps
+    return [getattr(gx.expectations, name)(**kw) for name, kw in expectation_specs(variant, n_rows)]
+
+
+def suite_fingerprint(variant: DatasetVariant, n_rows: int | None = None) -> str:
+    """Identity of the gate a table passes: the suite's content, the PII list and the GE version.
+
+    A table whose content hash passed a suite with this fingerprint passes it again (the suite is a
+    pure function of the table), which is what lets :func:`fairmiss.pipeline.prepare` skip re-running
+    Great Expectations on an unchanged table (a receipt kept beside the processed file).
+    """
+    from importlib.metadata import version
+
+    from fairmiss.io import stable_hash
+
+    return stable_hash({"suite": expectation_specs(variant, n_rows), "pii": sorted(PII_COLUMNS),
+                        "great_expectations": version("great_expectations")})
 
 
 def _describe(res) -> str:
