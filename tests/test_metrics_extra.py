@@ -99,3 +99,47 @@ def test_gap_involving_an_undefined_group_is_nan():
     out = evaluate(y, p, s)
     assert np.isnan(out["fnr_difference"])
     assert np.isnan(out["equalized_odds_difference"])
+
+
+def _cases():
+    rng = np.random.default_rng(42)
+    for k in range(40):
+        n = int(rng.integers(1, 400))
+        groups = [0, 1] if k % 3 else ["a", "b", "c"]
+        s = rng.choice(groups, n)
+        y = rng.integers(0, 2, n)
+        p = rng.integers(0, 2, n)
+        score = np.round(rng.random(n), 1)  # many ties
+        if k % 5 == 0:
+            y[s == groups[0]] = 1  # a single-class group
+        if k % 7 == 0:
+            p[:] = 0  # nobody selected
+        yield k, y, p, s, score
+    yield "one row", np.array([1]), np.array([0]), np.array([0]), np.array([0.3])
+    yield "all one class", np.ones(20, int), np.ones(20, int), np.repeat([0, 1], 10), np.linspace(0, 1, 20)
+
+
+@pytest.mark.parametrize("case", list(_cases()), ids=lambda c: str(c[0]))
+def test_fast_evaluate_equals_the_fairlearn_reference(case):
+    """The counting implementation returns exactly the reference's keys and values (1e-12, NaN = NaN)."""
+    from fairmiss.metrics import evaluate_reference
+
+    _, y, p, s, score = case
+    metrics = ["accuracy", "balanced_accuracy", "error", "fpr", "fnr", "tpr", "tnr", "selection_rate", "auc"]
+    fast = evaluate(y, p, s, y_score=score, metrics=metrics)
+    ref = evaluate_reference(y, p, s, y_score=score, metrics=metrics)
+    assert set(fast) == set(ref)
+    for k, v in ref.items():
+        assert (np.isnan(v) and np.isnan(fast[k])) or fast[k] == pytest.approx(v, abs=TOL), (k, fast[k], v)
+
+
+def test_unknown_metric_is_a_clear_error():
+    with pytest.raises(KeyError, match="unknown metric"):
+        evaluate(np.array([0, 1]), np.array([0, 1]), np.array([0, 1]), metrics=["accuracy", "precision"])
+
+
+def test_non_binary_labels_are_a_clear_error():
+    with pytest.raises(ValueError, match="y_true must be 0/1"):
+        evaluate(np.array([0, 2]), np.array([0, 1]), np.array([0, 1]))
+    with pytest.raises(ValueError, match="y_pred must be 0/1"):
+        group_confusion_matrices(np.array([0, 1]), np.array([-1, 1]), np.array([0, 1]))
