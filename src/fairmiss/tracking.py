@@ -354,6 +354,19 @@ class Tracker:
         self.client.log_text(run_id, text, artifact_file)
 
     @_guard_store
+    def log_files(self, run_id: str, files: dict[str, str]) -> None:
+        """Several small text artifacts (``{relative path: text}``) in one artifact-store upload: one call
+        instead of one per file, a measurable share of a fast cell's logging."""
+        if not files:
+            return
+        with tempfile.TemporaryDirectory(prefix="fairmiss-art-") as tmp:
+            for rel, text in files.items():
+                path = Path(tmp) / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+            self.client.log_artifacts(run_id, tmp)
+
+    @_guard_store
     def log_dict(self, run_id: str, obj, artifact_file: str) -> None:
         self.client.log_text(run_id, json.dumps(obj, indent=2, sort_keys=True, default=_clean), artifact_file)
 
@@ -390,13 +403,16 @@ class Tracker:
         try:
             self._log_batch(run_id, params=result.params, metrics={**result.metrics, **result.timings},
                             tags={f"seed.{k}": v for k, v in result.seeds.items()})
+            files = {}
             if result.confusion:
-                self.log_dict(run_id, result.confusion, "confusion_matrices.json")
+                files["confusion_matrices.json"] = json.dumps(result.confusion, indent=2, sort_keys=True,
+                                                              default=_clean)
             if result.mask_summary is not None:
-                self.log_text(run_id, result.mask_summary.to_csv(index=False), "missingness_mask_summary.csv")
+                files["missingness_mask_summary.csv"] = result.mask_summary.to_csv(index=False)
             for fname, table in sorted((getattr(result, "tables", None) or {}).items()):
                 # e.g. imputation_diagnostics.csv: per feature x group imputation error, Disc, Theorem 1
-                self.log_text(run_id, table.to_csv(index=False, float_format="%.10g"), f"diagnostics/{fname}")
+                files[f"diagnostics/{fname}"] = table.to_csv(index=False, float_format="%.10g")
+            self.log_files(run_id, files)
             if result.status == "ok" and log_model and result.model is not None and X_example is not None:
                 try:
                     self.log_model(run_id, result.model, X_example)
