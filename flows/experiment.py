@@ -114,7 +114,13 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
                    "config_hash": cfg.config_hash, "fairness_metric": cfg.fairness_metric,
                    "n_cells": len(cells), "n_failed": len(failed), "summary": summary}
         atomic_write_json(out_dir / "metrics.json", metrics)
-        atomic_write_text(out_dir / "cells.csv", pipeline.cells_table(results).to_csv(index=False))
+        cells_df = pipeline.cells_table(results)
+        atomic_write_text(out_dir / "cells.csv", cells_df.to_csv(index=False))
+        from fairmiss.claims000 import claims_for_dataset
+
+        claims = claims_for_dataset(cells_df, data.dataset)  # paper 000 Figure 2 runs: B1–B5 decided
+        if claims is not None:
+            atomic_write_text(out_dir / "claims_000.csv", claims.to_csv(index=False))
         table = pipeline.format_table(summary, cfg.fairness_metric)
         atomic_write_text(out_dir / "summary.txt", table + "\n")
         flat = {}
@@ -142,6 +148,8 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
             tracker.log_artifact(parent, path, "report")
         tracker.log_artifact(parent, out_dir / "metrics.json")
         tracker.log_artifact(parent, out_dir / "cells.csv")
+        if claims is not None:
+            tracker.log_artifact(parent, out_dir / "claims_000.csv")
         tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results)})
     log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
     return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,

@@ -241,6 +241,13 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
         parts.append("<p class='note'>Computed on the test split's masked cells whose true value is known "
                      "(paper 000 Definition 1 and per-group imputation error).</p>" + _table(it))
 
+    claims = out_dir / "claims_000.csv"
+    if claims.exists():
+        parts.append("<h2>Paper 000's Figure-2 claims in this run (spec 000 §5, B1–B5)</h2>"
+                     "<p class='note'>Decided on this run's cells by the rules in <code>fairmiss.claims000</code> "
+                     "(fronts of mean ± SE over splits; 'beats' = higher accuracy at matched gap by more than one "
+                     "combined SE somewhere, nowhere lower by more than one).</p>" + _table(pd.read_csv(claims)))
+
     parts.append("<h2>Paper vs ours</h2>")
     if references is None:
         parts.append("<p class='note'>This config carries no published reference numbers.</p>")
