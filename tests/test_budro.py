@@ -485,3 +485,70 @@ def test_knn_candidates_are_the_exact_nearest_neighbours(k):
     finally:
         ot._knn_symmetric = orig
     np.testing.assert_allclose(alt.costs, cand.costs, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------
+# issue 9 (Table 9): entropic transport on repeated rows (COMPAS: ~300 distinct of 4222)
+# ---------------------------------------------------------------------------------------
+
+def _repeated_points(n=150, locations=20, seed=0):
+    rng = np.random.RandomState(seed)
+    base = np.round(rng.normal(size=(locations, 3)), 2)
+    Z = base[rng.randint(0, locations, n)]
+    y = rng.randint(0, 2, n)
+    f = np.round(rng.normal(size=locations), 1)[rng.randint(0, locations, n)]
+    f[Z[:, 0] > 0.5] = 0.3  # equal losses at distinct locations too (ties across groups)
+    return Z, y, np.logaddexp(0, f), np.logaddexp(0, -f)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.05, 0.3, 5.0, 100.0])
+@pytest.mark.parametrize("gamma", [1e-1, 1e-3, 5e-5])
+def test_grouped_entropic_equals_all_pairs_entropic(eps, gamma):
+    """Regression (COMPAS at 13 s per step on all 4222^2 pairs): the grouped entropic plan is the
+    all-pairs one exactly, aggregated (same P*, value, cost and eta)."""
+    from fairmiss.models.ot import PointGroups, solve_entropic_grouped
+
+    Z, y, l0, l1 = _repeated_points()
+    full = solve_ot(all_candidates(Z), eps, y=y, loss0=l0, loss1=l1, method="entropic", gamma=gamma)
+    grp = solve_entropic_grouped(PointGroups.from_points(Z), eps, y=y, loss0=l0, loss1=l1, gamma=gamma)
+    assert grp.info["path"] == "grouped" and grp.info["groups"][0] < len(y)
+    np.testing.assert_allclose(grp.p0, full.p0, atol=1e-12)
+    np.testing.assert_allclose(grp.p1, full.p1, atol=1e-12)
+    assert grp.robust_loss == pytest.approx(full.robust_loss, abs=1e-10)
+    assert grp.cost == pytest.approx(full.cost, abs=1e-10)
+    assert grp.empirical_loss == pytest.approx(full.empirical_loss, abs=1e-14)
+    assert (np.isnan(grp.eta) and np.isnan(full.eta)) or grp.eta == pytest.approx(full.eta, rel=1e-6, abs=1e-12)
+    assert grp.p0.sum() + grp.p1.sum() == pytest.approx(1.0, abs=1e-12)
+    assert grp.p1.sum() == pytest.approx(y.mean(), abs=1e-12)  # label mass preserved
+
+
+def test_budro_entropic_uses_grouped_path_on_repeated_rows():
+    Z, y, _, _ = _repeated_points(n=200)
+    X = np.column_stack([(Z[:, 0] > 0).astype(float), Z])  # a binary protected column + repeated rows
+    clf = BuDROClassifier(eps=0.1, n_estimators=4, learning_rate=0.1, ot_method="entropic", random_state=0)
+    clf.fit(X, y, protected_columns=[0])
+    assert clf.ot_gamma == 5e-5  # the paper's (COMPAS) value is the default
+    assert set(clf.history_["ot_path"]) == {"grouped"}
+    assert max(clf.history_["budget_used"]) <= 1 + 1e-8
+    Xu = np.random.RandomState(1).normal(size=(60, 3))  # no repeated rows: the all-pairs path
+    clf2 = BuDROClassifier(eps=0.1, n_estimators=2, learning_rate=0.1, ot_method="entropic", random_state=0)
+    clf2.fit(np.column_stack([(Xu[:, 0] > 0).astype(float), Xu]), (Xu[:, 1] > 0).astype(int), protected_columns=[0])
+    assert set(clf2.history_["ot_path"]) == {"general"}
+
+
+def test_prefitted_fair_metric_is_accepted_and_unfitted_rejected(toy):
+    """Regression: ``fit(..., fair_metric=FairMetric().fit(...))`` raised AttributeError
+    (``check_is_fitted`` asked the non-estimator FairMetric for ``__sklearn_tags__``)."""
+    from sklearn.exceptions import NotFittedError
+
+    X, y = toy["X"], toy["y"]
+    fm = FairMetric().fit(X, protected_columns=[0])
+    bud = BuDROClassifier(eps=0.1, n_estimators=2, learning_rate=0.1, random_state=0).fit(X, y, fair_metric=fm)
+    proj = ProjectClassifier(n_estimators=5, random_state=0).fit(X, y, fair_metric=fm)
+    assert bud.fair_metric_ is fm and proj.fair_metric_ is fm
+    ref = BuDROClassifier(eps=0.1, n_estimators=2, learning_rate=0.1, random_state=0).fit(X, y, protected_columns=[0])
+    np.testing.assert_allclose(bud.decision_function(X), ref.decision_function(X))
+    with pytest.raises(NotFittedError):
+        BuDROClassifier(n_estimators=1).fit(X, y, fair_metric=FairMetric())
+    with pytest.raises(ValueError, match="features"):
+        BuDROClassifier(n_estimators=1).fit(X[:, :3], y, fair_metric=fm)

@@ -44,7 +44,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairmiss.models.fair_metric import FairMetric
-from fairmiss.models.ot import METHODS, all_candidates, knn_candidates, solve_ot
+from fairmiss.models.ot import (
+    METHODS,
+    PointGroups,
+    all_candidates,
+    knn_candidates,
+    solve_entropic_grouped,
+    solve_ot,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +132,12 @@ class _XGBMixin:
 
 def _fit_metric(est, X, *, protected_columns, protected_target, fair_metric) -> FairMetric:
     if fair_metric is not None:
-        check_is_fitted(fair_metric, "basis_")
+        # FairMetric is not a scikit-learn estimator: check_is_fitted would ask it for
+        # __sklearn_tags__ (AttributeError with scikit-learn >= 1.6), so test the fitted attribute
+        if not hasattr(fair_metric, "basis_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("fair_metric is not fitted: call FairMetric().fit(X, protected_columns=...) first")
         if fair_metric.n_features_in_ != X.shape[1]:
             raise ValueError(f"fair_metric was fitted on {fair_metric.n_features_in_} features, X has {X.shape[1]}")
         return fair_metric
@@ -153,8 +165,11 @@ class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
         XGBoost's initial probability (the paper-era default; XGBoost >= 2 would estimate it).
     ot_method : {"dual", "greedy", "lp", "entropic", "dual_sgd"}, default="dual"
         Inner solver (:func:`fairmiss.models.ot.solve_ot`).
-    ot_gamma : float, default=1e-3
-        Entropic regularisation (``ot_method="entropic"``; the COMPAS code uses 5e-5).
+    ot_gamma : float, default=5e-5
+        Entropic regularisation (``ot_method="entropic"``): the authors' COMPAS value, the only one
+        the paper's experiments use (spec 004 §1.5). With all-pairs support and duplicated training
+        rows the entropic plan is computed exactly on groups of interchangeable points
+        (:func:`~fairmiss.models.ot.solve_entropic_grouped`, ``history_["ot_path"] == "grouped"``).
     ot_options : dict, optional
         Extra keywords for :func:`~fairmiss.models.ot.solve_ot` (``sgd_*``, ``time_limit``, ``lp_fallback``).
     candidates : {"auto", "all", "knn"}, default="auto"
@@ -208,7 +223,7 @@ class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
     def __init__(
         self, *, eps=1.0, n_estimators=90, learning_rate=0.005, max_depth=4, min_child_weight=1 / 80,
         reg_lambda=1.0, reg_alpha=0.0, scale_pos_weight="balanced", base_score=0.5, max_bin=256,
-        ot_method="dual", ot_gamma=1e-3, ot_options=None, candidates="auto", n_neighbors=32,
+        ot_method="dual", ot_gamma=5e-5, ot_options=None, candidates="auto", n_neighbors=32,
         xgb_mode="augmented", protected_kind="auto", random_state=None, n_jobs=1,
     ):
         self.eps = eps
@@ -269,10 +284,20 @@ class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
         Z = self.fair_metric_.project(X)
         self.candidates_ = ("all" if n <= 6000 else "knn") if self.candidates == "auto" else self.candidates
         t0 = time.perf_counter()
-        cand = all_candidates(Z) if self.candidates_ == "all" else knn_candidates(Z, k=self.n_neighbors)
+        groups = None
+        if self.ot_method == "entropic" and self.candidates_ == "all":
+            # exact and much cheaper when training rows repeat (COMPAS: ~300 distinct of 4222)
+            try:
+                groups = PointGroups.from_points(Z, max_locations=n - 1)
+            except MemoryError:  # no repeated locations: the plain all-pairs path
+                groups = None
+        if groups is not None:
+            cand = None
+            logger.info("BuDRO: n=%d, entropic transport on %d distinct locations", n, groups.n_locations)
+        else:
+            cand = all_candidates(Z) if self.candidates_ == "all" else knn_candidates(Z, k=self.n_neighbors)
+            logger.info("BuDRO: n=%d, %s candidates (%d entries)", n, self.candidates_, cand.nnz)
         self.candidate_seconds_ = time.perf_counter() - t0
-        logger.info("BuDRO: n=%d, %s candidates (%d entries) in %.2fs", n, self.candidates_, cand.nnz,
-                    self.candidate_seconds_)
 
         params = self._xgb_params(y, seed)
         spw = params["scale_pos_weight"]
@@ -290,8 +315,13 @@ class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
             f = f.astype(np.float64)
             if self.ot_method in ("greedy", "dual"):  # warm start: never changes the exact solution
                 opts["eta_hint"] = eta_prev
-            res = solve_ot(cand, self.eps, y=y, loss0=np.logaddexp(0, f), loss1=np.logaddexp(0, -f),
-                           method=self.ot_method, gamma=self.ot_gamma, random_state=self.random_state_, **opts)
+            if groups is not None:
+                res = solve_entropic_grouped(groups, self.eps, y=y, loss0=np.logaddexp(0, f),
+                                             loss1=np.logaddexp(0, -f), gamma=self.ot_gamma)
+            else:
+                res = solve_ot(cand, self.eps, y=y, loss0=np.logaddexp(0, f), loss1=np.logaddexp(0, -f),
+                               method=self.ot_method, gamma=self.ot_gamma, random_state=self.random_state_,
+                               **opts)
             eta_prev = res.eta if np.isfinite(res.eta) else None
             tb = time.perf_counter()
             if self.xgb_mode == "augmented":
