@@ -9,7 +9,8 @@ to alternating rows (fit only), because a group-fairness fit needs two groups. `
 declares two-class-only for estimators that do not declare it, ``fit_kw="protected_columns"``
 passes BuDRO's ``protected_columns=[0]``, and :class:`_GroupAsKeyword` turns the learners'
 positional ``sensitive_features`` into the keyword (setting ``classes_``/``n_features_in_``, which
-those wrappers do not; ``_WithFitKwargs`` is checked bare to show it). Checks that cannot
+those wrappers do not; paper 004's ``_ProtectedFit`` adapter is tested directly in
+tests/test_learners004.py: it only forwards column indices to estimators checked here). Checks that cannot
 pass through such an adapter, or that test a documented property of the wrapped estimator, are
 listed in ``EXPECTED_FAILURES`` with the reason; they run as xfail (strict: a check that starts
 passing is reported, so the list cannot go stale). Everything else must pass.
@@ -38,7 +39,7 @@ import pytest
 from sklearn.utils.estimator_checks import estimator_checks_generator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fairmiss.learners import _FitThenEqualise, _ProjectThenFit, _SensitiveLast, _WithFitKwargs
+from fairmiss.learners import _FitThenEqualise, _ProjectThenFit, _SensitiveLast
 from fairmiss.models.budro import BuDROClassifier, ProjectClassifier, ReweighingClassifier
 from fairmiss.models.eqtree import EqualityConstrainedTrees
 from fairmiss.models.orthogonal import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
@@ -155,7 +156,6 @@ ESTIMATORS = [
                                                LogisticRegression())), predict_groups=True),
     WithGroups(_GroupAsKeyword(_FitThenEqualise(DecisionTreeClassifier(max_depth=3, random_state=0),
                                                 EqualityConstrainedTrees())), binary=True),
-    _WithFitKwargs(RandomForestClassifier(n_estimators=5, random_state=0), {}),
 ]
 
 _LABELS01 = {
@@ -198,15 +198,6 @@ EXPECTED_FAILURES: dict[str, dict[str, str]] = {
     "WithGroups>ProjectClassifier": {**_LABELS01, "check_classifiers_train": _REMOVES_X0},
     "WithGroups>_GroupAsKeyword>_ProjectThenFit": {**_N_COMPONENTS, "check_classifiers_train": _REMOVES_X0},
     "WithGroups>_GroupAsKeyword>_FitThenEqualise": _NO_VALIDATION,
-    "_WithFitKwargs": {
-        "check_estimators_overwrite_params": "fit() fits the `est` parameter in place instead of a clone",
-        "check_n_features_in_after_fitting": "no n_features_in_ on the wrapper",
-        "check_n_features_in": "no n_features_in_ on the wrapper",
-        "check_classifiers_classes": "no classes_ on the wrapper",
-        "check_classifiers_train": "no classes_ on the wrapper",
-        "check_estimators_nan_inf": "the wrapper does not validate X; its random-forest base accepts NaN",
-        "check_estimator_sparse_tag": "the wrapper does not validate X; its random-forest base accepts sparse X",
-    },
 }
 
 

@@ -30,7 +30,11 @@ def test_compas_study_config_loads_with_table8_and_quick():
     assert full.dataset.name == "compas_004" and full.dataset.group_as_feature
     assert get_variant("compas_004").group == "race"
     learners = {ln.label: ln for ln in full.learners}
-    assert set(learners) == {"BuDRO", "Baseline"}
+    assert set(learners) == {"BuDRO", "Baseline", "Project", "Reweigh"}
+    p, r = learners["Project"], learners["Reweigh"]
+    assert (p.kind, p.max_depth, p.learning_rate, p.n_estimators, p.protected) == (
+        "budro_project", 4, 7.5e-4, 2000, ["race", "sex"])
+    assert (r.kind, r.n_estimators, r.protected) == ("reweigh", 100, ["race", "sex"])
     b = learners["BuDRO"]
     assert (b.kind, b.eps, b.n_estimators, b.learning_rate, b.max_depth, b.reg_lambda) == (
         "budro", 0.12, 68, 1.5e-5, 2, 1e-8)
@@ -47,7 +51,7 @@ def test_compas_study_config_loads_with_table8_and_quick():
 
 def test_compas_references_are_table9():
     ref = load_config(COMPAS).references
-    assert set(ref.values) == set(ref.sd) == {"BuDRO", "Baseline"}
+    assert set(ref.values) == set(ref.sd) == {"BuDRO", "Baseline", "Project", "Reweigh"}
     assert ref.values["BuDRO"] == {"accuracy": 0.652, "consistency_gender": 1.0, "consistency_race": 1.0,
                                    "equalized_odds_difference": 0.145}
     assert ref.values["Baseline"]["equalized_odds_difference"] == 0.258  # race GAPMax (Table 9 order, not Table 3)
@@ -59,7 +63,7 @@ def test_compas_references_are_table9():
 
 def test_german_study_config_still_loads():
     cfg = load_config(GERMAN, quick=True)
-    assert cfg.split.n_splits == 2 and {ln.label for ln in cfg.learners} == {"BuDRO", "Baseline"}
+    assert cfg.split.n_splits == 2 and {ln.label for ln in cfg.learners} == {"BuDRO", "Baseline", "Project"}
 
 
 def test_compas_config_wiring_runs_one_cheap_cell(mirror, tmp_path):
@@ -72,7 +76,8 @@ def test_compas_config_wiring_runs_one_cheap_cell(mirror, tmp_path):
     assert len(data.df) == 5278 and len(data.features) == 7 and "race" in data.features
     split = pipeline.make_split(cfg, data, 0, cfg.missingness[0])
     assert len(split.train_idx) == 4222
-    short = {"BuDRO": {"n_estimators": 3}, "Baseline": {"n_estimators": 20}}
+    short = {"BuDRO": {"n_estimators": 3}, "Baseline": {"n_estimators": 20}, "Project": {"n_estimators": 20},
+             "Reweigh": {"n_estimators": 20}}
     for ln in cfg.learners:
         cell = Cell(0, cfg.missingness[0], cfg.imputers[0], ln.model_copy(update=short[ln.label]))
         res = pipeline.fit_evaluate(cfg, cell, data, split)
@@ -100,7 +105,9 @@ def test_compas_quick_study_end_to_end(mirror, tmp_path):
     assert not out.get("failed")
     res = tmp_path / "results" / "004_table9_compas-quick"
     summary = json.loads((res / "metrics.json").read_text())["summary"]["none"]
-    assert set(summary) == {"mean+BuDRO", "mean+Baseline"}
+    assert set(summary) == {"mean+BuDRO", "mean+Baseline", "mean+Project", "mean+Reweigh"}
+    proj = summary["mean+Project"]  # race and sex directions projected out: consistent by construction
+    assert proj["consistency_gender_mean"] == 1.0 and proj["consistency_race_mean"] == 1.0
     bud, base = summary["mean+BuDRO"], summary["mean+Baseline"]
     assert bud["n_splits"] == base["n_splits"] == 2
     # Table 9's qualitative claims on the quick run: BuDRO fully consistent, smaller race gap

@@ -372,6 +372,45 @@ class BuDROSpec(_LearnerBase):
     min_child_weight: Annotated[float, Field(ge=0)] = 1 / 80
     reg_lambda: Annotated[float, Field(ge=0)] = 1.0
     ot_method: Literal["lp", "greedy", "dual", "entropic", "dual_sgd"] = "dual"
+    #: the fair metric's attribute model (logistic): inverse regularisation C, or SenSR's per-sample l2
+    #: penalty (C = 1 / (metric_l2 · n_train); the paper's Adult metric came from SenSR with 0.2)
+    metric_C: Annotated[float, Field(gt=0)] | None = None
+    metric_l2: Annotated[float, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _one_metric_knob(self):
+        if self.metric_C is not None and self.metric_l2 is not None:
+            raise ValueError("set at most one of metric_C and metric_l2")
+        return self
+
+
+class _XGBBaselineBase(_LearnerBase):
+    """XGBoost parameters of paper 004's baselines (defaults: the German Table 4 values)."""
+
+    n_estimators: Annotated[int, Field(ge=1)] = 90
+    learning_rate: Annotated[float, Field(gt=0)] = 0.005
+    max_depth: Annotated[int, Field(ge=1)] = 4
+    min_child_weight: Annotated[float, Field(ge=0)] = 1 / 80
+    reg_lambda: Annotated[float, Field(ge=0)] = 1.0
+    scale_pos_weight: Annotated[float, Field(gt=0)] = 1.0
+
+
+class ProjectSpec(_XGBBaselineBase):
+    """Paper 004's "Project" baseline: XGBoost on XQ, the fair metric's protected subspace projected out;
+    the metric is learned from the ``protected`` feature columns as for BuDRO."""
+
+    kind: Literal["budro_project"] = "budro_project"
+    protected: list[str] = Field(min_length=1)
+    metric_C: Annotated[float, Field(gt=0)] | None = None
+    metric_l2: Annotated[float, Field(gt=0)] | None = None
+
+
+class ReweighSpec(_XGBBaselineBase):
+    """Paper 004's "Reweigh" baseline: Kamiran–Calders weights over the ``protected`` feature columns
+    (their intersection), then XGBoost."""
+
+    kind: Literal["reweigh"] = "reweigh"
+    protected: list[str] = Field(min_length=1)
 
 
 class EqualityConstrainedSpec(_LearnerBase):
@@ -387,7 +426,7 @@ class EqualityConstrainedSpec(_LearnerBase):
 
 LearnerSpec = Annotated[
     DecisionTreeSpec | LogisticRegressionSpec | RandomForestSpec | XGBoostSpec | HistGBSpec
-    | GroupCovariateSpec | OrthogonalSpec | ZafarSpec | BuDROSpec
+    | GroupCovariateSpec | OrthogonalSpec | ZafarSpec | BuDROSpec | ProjectSpec | ReweighSpec
     | ExponentiatedGradientSpec | ThresholdOptimizerSpec | FairMIPForestSpec | EqualityConstrainedSpec,
     Field(discriminator="kind"),
 ]

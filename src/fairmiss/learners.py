@@ -267,28 +267,71 @@ class _SensitiveLast(ClassifierMixin, BaseEstimator):
         return self.pipe.predict_proba(X)
 
 
-def _budro(spec, seed, threads, feature_names=None):
-    from fairmiss.models.budro import BuDROClassifier
-
+def _protected_idx(spec, feature_names) -> list[int]:
     names = list(feature_names or [])
     missing = [c for c in spec.protected if c not in names]
     if missing:
-        raise ValueError(f"budro: protected column(s) {missing} are not features; features: {names}")
-    est = BuDROClassifier(eps=spec.eps, n_estimators=spec.n_estimators, learning_rate=spec.learning_rate,
-                          max_depth=spec.max_depth, min_child_weight=spec.min_child_weight,
-                          reg_lambda=spec.reg_lambda, ot_method=spec.ot_method, random_state=seed, n_jobs=threads)
-    return Learner(_WithFitKwargs(est, {"protected_columns": [names.index(c) for c in spec.protected]}))
+        raise ValueError(f"{spec.kind}: protected column(s) {missing} are not features; features: {names}")
+    return [names.index(c) for c in spec.protected]
 
 
-class _WithFitKwargs(ClassifierMixin, BaseEstimator):
-    """Pass fixed keyword data (e.g. BuDRO's protected column indices) to ``fit``."""
+def _xgb_kw(spec) -> dict:
+    return {"n_estimators": spec.n_estimators, "learning_rate": spec.learning_rate, "max_depth": spec.max_depth,
+            "min_child_weight": spec.min_child_weight, "reg_lambda": spec.reg_lambda}
 
-    def __init__(self, est, fit_kwargs):
+
+def _budro(spec, seed, threads, feature_names=None):
+    from fairmiss.models.budro import BuDROClassifier
+
+    est = BuDROClassifier(eps=spec.eps, ot_method=spec.ot_method, random_state=seed, n_jobs=threads, **_xgb_kw(spec))
+    return Learner(_ProtectedFit(est, _protected_idx(spec, feature_names), metric_C=spec.metric_C,
+                                 metric_l2=spec.metric_l2))
+
+
+def _project(spec, seed, threads, feature_names=None):
+    from fairmiss.models.budro import ProjectClassifier
+
+    est = ProjectClassifier(random_state=seed, n_jobs=threads, scale_pos_weight=spec.scale_pos_weight, **_xgb_kw(spec))
+    return Learner(_ProtectedFit(est, _protected_idx(spec, feature_names), metric_C=spec.metric_C,
+                                 metric_l2=spec.metric_l2))
+
+
+def _reweigh(spec, seed, threads, feature_names=None):
+    from fairmiss.models.budro import ReweighingClassifier
+
+    est = ReweighingClassifier(random_state=seed, n_jobs=threads, scale_pos_weight=spec.scale_pos_weight,
+                               **_xgb_kw(spec))
+    return Learner(_ProtectedFit(est, _protected_idx(spec, feature_names), mode="reweigh"))
+
+
+class _ProtectedFit(ClassifierMixin, BaseEstimator):
+    """Fit paper 004's estimators with their protected feature columns.
+
+    ``mode="metric"`` (BuDRO, Project): ``fit(X, y, protected_columns=...)``, or with ``metric_C`` /
+    ``metric_l2`` a :class:`~fairmiss.models.fair_metric.FairMetric` with that regularisation is fitted on
+    the same rows first and passed as ``fair_metric=``. ``mode="reweigh"``: the columns' values are the
+    ``sensitive_features`` of the reweighing.
+    """
+
+    def __init__(self, est, protected_idx, *, mode="metric", metric_C=None, metric_l2=None):
         self.est = est
-        self.fit_kwargs = fit_kwargs
+        self.protected_idx = protected_idx
+        self.mode = mode
+        self.metric_C = metric_C
+        self.metric_l2 = metric_l2
 
     def fit(self, X, y):
-        self.est.fit(X, y, **self.fit_kwargs)
+        if self.mode == "reweigh":
+            self.est.fit(X, y, sensitive_features=np.asarray(X, dtype=float)[:, self.protected_idx])
+        elif self.metric_C is None and self.metric_l2 is None:
+            self.est.fit(X, y, protected_columns=self.protected_idx)
+        else:
+            from fairmiss.models.fair_metric import FairMetric
+
+            C = self.metric_C if self.metric_C is not None else 1.0 / (self.metric_l2 * len(y))
+            fm = FairMetric(logistic_C=C).fit(X, protected_columns=self.protected_idx,
+                                              kind=getattr(self.est, "protected_kind", "auto"))
+            self.est.fit(X, y, fair_metric=fm)
         self.is_fitted_ = True
         return self
 
@@ -304,7 +347,9 @@ LEARNERS = {
     "hist_gradient_boosting": _hgb, "exponentiated_gradient": _expgrad, "threshold_optimizer": _threshold,
     "fair_mip_forest": _fair_mip, "equality_constrained": _eqtree,
     "group_covariate": _group_covariate, "orthogonal": _orthogonal, "zafar": _zafar, "budro": _budro,
+    "budro_project": _project, "reweigh": _reweigh,
 }
+_NEEDS_FEATURE_NAMES = {"budro", "budro_project", "reweigh"}
 
 
 def make_learner(spec, seed: int, threads: int = 1, feature_names=None) -> Learner:
@@ -312,6 +357,6 @@ def make_learner(spec, seed: int, threads: int = 1, feature_names=None) -> Learn
         factory = LEARNERS[spec.kind]
     except KeyError:
         raise ValueError(f"unknown learner '{spec.kind}'; known: {sorted(LEARNERS)}") from None
-    if spec.kind == "budro":
+    if spec.kind in _NEEDS_FEATURE_NAMES:
         return factory(spec, seed, threads, feature_names)
     return factory(spec, seed, threads)
