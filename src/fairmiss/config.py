@@ -337,10 +337,13 @@ class FairMIPForestSpec(_LearnerBase):
     eo_weight: Annotated[float, Field(ge=0)] = 1.0
     n_trees: Annotated[int, Field(ge=1)] = 30
     batch_size: Annotated[int, Field(ge=4)] = 200
-    time_limit: Annotated[float, Field(gt=0)] = 10.0
+    #: seconds per tree for HiGHS; 0 = no MIP, each tree is its warm start (solver-free)
+    time_limit: Annotated[float, Field(ge=0)] = 10.0
     #: HiGHS node budget per tree; set it (and a generous time_limit) for bit-reproducible fits
     node_limit: Annotated[int, Field(ge=1)] | None = None
-    warm_start: Literal["previous", "cart", "best", "none"] = "best"
+    #: "search": seeded local search on the exact fair objective (fairmiss.models.mip_search),
+    #: never worse than "best" on the batch; "best": better of the previous tree and CART
+    warm_start: Literal["previous", "cart", "best", "search", "none"] = "best"
     stratify_batches: bool = True
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

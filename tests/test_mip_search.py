@@ -1,0 +1,307 @@
+"""Local search for fair MIA trees (fairmiss.models.mip_search, issue 6).
+
+The search must minimise exactly the MIP's objective (checked against exhaustive enumeration
+where that is feasible), never lose to its starts, be seeded/deterministic, produce a feasible
+MIP start, and cope with degenerate batches. Also the ``warm_start="search"`` and
+``time_limit=0`` modes of the Fair MIP estimators.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fairmiss.config import FairMIPForestSpec
+from fairmiss.models.mip_forest import (
+    FairMIPForestClassifier,
+    FairMIPTreeClassifier,
+    MIPTimeLimitWarning,
+    _cart_tree,
+)
+from fairmiss.models.mip_search import _Search, search_tree
+from fairmiss.models.mip_tree import (
+    FormulationOptions,
+    MIATree,
+    build_model,
+    canonicalize,
+    model_max_violation,
+    prepare_batch,
+    set_start_from_tree,
+    tree_objective,
+)
+from fairmiss.solver import solve, solver_available
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _mip_oracle import _metric, _split_masks, enumerate_optimum  # noqa: E402
+
+EPS = 0.01
+REGULARISERS = ["none", "accuracy", "fpr", "fnr", "equalized_odds"]
+needs_highs = pytest.mark.skipif(not solver_available(), reason="HiGHS not available")
+
+
+def tiny_instance(seed, n=12, d=3, levels=5, miss=0.25):
+    """Grid values k/10, ~25% missing, both labels present in both groups (as test_mip_tree)."""
+    rng = np.random.default_rng(seed)
+    while True:
+        X = rng.integers(0, levels, size=(n, d)) / 10.0
+        X[rng.random((n, d)) < miss] = np.nan
+        y = rng.integers(0, 2, n)
+        s = rng.integers(0, 2, n)
+        if all(((s == g) & (y == c)).sum() >= 1 for g in (0, 1) for c in (0, 1)):
+            return X, y, s
+
+
+def medium_batch(seed, n=120, d=5):
+    """A batch where depth-3 trees are far from trivial: group-dependent labels, 20% missing."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 12, size=(n, d)) / 11.0
+    s = rng.integers(0, 2, n)
+    y = ((X[:, 0] + 0.5 * X[:, 1] + 0.4 * s + rng.normal(scale=0.4, size=n)) > 0.9).astype(int)
+    X[rng.random((n, d)) < 0.2] = np.nan
+    return prepare_batch(X, y, s)
+
+
+# ------------------------------------------------------------------- exactness (small D)
+@pytest.mark.parametrize(
+    "depth, fairness",
+    [(1, f) for f in REGULARISERS] + [(2, f) for f in ("none", "fnr", "equalized_odds")],
+)
+def test_search_equals_enumeration_optimum(depth, fairness):
+    """D = 1 (node move) and D = 2 (subtree move at the root) are exhaustive: exact optimum."""
+    for seed in ((11, 41) if depth == 1 else (12,)):  # the depth-2 oracle is the slow part
+        X, y, s = tiny_instance(seed=seed, n=12 if depth == 2 else 14)
+        batch = prepare_batch(X, y, s, merge_duplicates=False)
+        res = search_tree(batch, depth=depth, lambda_=1.0, fairness=fairness, eps_split=EPS,
+                          n_restarts=0, seed=0)
+        best = enumerate_optimum(X, y, s, depth=depth, lam=1.0, fairness=fairness, eps=EPS)
+        assert res.objective == pytest.approx(best, abs=1e-12)
+        assert tree_objective(res.tree, batch, lambda_=1.0, fairness=fairness) == pytest.approx(
+            res.objective, abs=1e-12)
+
+
+def test_search_eo_weight_and_merged_rows_equals_enumeration():
+    X, y, s = tiny_instance(seed=3, n=12)
+    X = np.vstack([X, X[:4]])
+    y, s = np.concatenate([y, y[:4]]), np.concatenate([s, s[:4]])
+    batch = prepare_batch(X, y, s, merge_duplicates=True)
+    assert len(batch.y) < len(y)
+    res = search_tree(batch, depth=2, lambda_=2.0, fairness="equalized_odds", eo_weight=0.5,
+                      eps_split=EPS, n_restarts=0)
+    best = enumerate_optimum(X, y, s, depth=2, lam=2.0, fairness="equalized_odds", eps=EPS,
+                             eo_weight=0.5)
+    assert res.objective == pytest.approx(best, abs=1e-12)
+
+
+@pytest.mark.parametrize("fairness", ["accuracy", "fnr"])
+def test_free_labels_depth1_equals_enumeration(fairness):
+    """label_rule="free": split and both labels enumerated; never worse than majority labels."""
+    X, y, s = tiny_instance(seed=5, n=12)
+    lam = 3.0
+    best = np.inf
+    for left, _ in _split_masks(X, EPS):
+        leaf = (~left).astype(int)
+        for u in itertools.product((0, 1), repeat=2):
+            best = min(best, _metric(np.array(u)[leaf], y, s, lam, fairness))
+    batch = prepare_batch(X, y, s, merge_duplicates=False)
+    free = search_tree(batch, depth=1, lambda_=lam, fairness=fairness, label_rule="free",
+                       eps_split=EPS, n_restarts=0)
+    maj = search_tree(batch, depth=1, lambda_=lam, fairness=fairness, eps_split=EPS, n_restarts=0)
+    assert free.objective == pytest.approx(best, abs=1e-12)
+    assert free.objective <= maj.objective + 1e-12
+
+
+# ------------------------------------------------------------------- never worse than starts
+@pytest.mark.parametrize("fairness", REGULARISERS)
+def test_never_worse_than_cart_start(fairness):
+    for seed in (0, 1, 2):
+        batch = medium_batch(seed)
+        cart = _cart_tree(batch, 3, seed)
+        cart_obj = tree_objective(canonicalize(cart, batch, eps_split=EPS), batch, lambda_=0.5,
+                                  fairness=fairness)
+        res = search_tree(batch, depth=3, lambda_=0.5, fairness=fairness, eps_split=EPS,
+                          starts=[cart], n_restarts=3, seed=seed)
+        assert res.start_objectives["start0"] == pytest.approx(cart_obj, abs=1e-12)
+        assert res.objective <= cart_obj + 1e-12
+        assert res.objective <= min(res.start_objectives.values()) + 1e-12
+
+
+def test_count_objective_matches_predictor_on_random_trees():
+    """The vectorised objective (used by every move) equals tree_objective on arbitrary trees."""
+    batch = medium_batch(7, n=80)
+    rng = np.random.default_rng(0)
+    for fairness, rule in [("fnr", "majority"), ("equalized_odds", "majority"), ("accuracy", "free")]:
+        S = _Search(batch, 3, 0.7, fairness, 1.0, rule, EPS)
+        for _ in range(20):
+            cand = rng.integers(0, S.LEFT.shape[1], size=S.V)
+            labels = rng.integers(0, 2, size=S.L)
+            obj, lab = S.evaluate(cand, labels)
+            tree = S.to_tree(cand, lab)
+            assert tree_objective(tree, batch, lambda_=0.7, fairness=fairness) == pytest.approx(obj, abs=1e-12)
+            # single-node moves report the objective of the tree they return
+            v = int(rng.integers(0, S.V))
+            mobj, j, mlab = S.node_move(cand, v, lab)
+            cand2 = cand.copy()
+            cand2[v] = j
+            assert tree_objective(S.to_tree(cand2, mlab), batch, lambda_=0.7,
+                                  fairness=fairness) == pytest.approx(mobj, abs=1e-12)
+            assert mobj <= obj + 1e-12
+
+
+def test_moves_at_nodes_no_row_reaches():
+    """A node that no batch row reaches (root sends everything left) is a no-op, not a crash."""
+    batch = medium_batch(9, n=40)
+    for rule in ("majority", "free"):
+        S = _Search(batch, 3, 0.5, "fnr", 1.0, rule, EPS)
+        cand = np.full(S.V, S.all_left, dtype=np.int64)
+        obj, lab = S.evaluate(cand)
+        for v in (2, 5, 6):  # the right subtree of the root is empty
+            assert S.node_move(cand, v, lab)[0] == pytest.approx(obj, abs=1e-12)
+        sobj, new, _ = S.subtree_move(cand, 2, lab)
+        assert sobj == pytest.approx(obj, abs=1e-12) and np.array_equal(new, cand)
+        assert S.subtree_move(cand, 1, lab)[0] <= obj + 1e-12
+
+
+# ------------------------------------------------------------------- determinism
+def test_same_seed_same_tree():
+    batch = medium_batch(3)
+    kw = {"depth": 3, "lambda_": 0.4, "fairness": "equalized_odds", "eps_split": EPS, "n_restarts": 5}
+    a = search_tree(batch, seed=11, **kw)
+    b = search_tree(batch, seed=11, **kw)
+    for field in ("feature", "threshold", "missing_left", "value"):
+        assert np.array_equal(getattr(a.tree, field), getattr(b.tree, field))
+    assert a.objective == b.objective
+
+
+# ------------------------------------------------------------------- MIP start
+@needs_highs
+@pytest.mark.parametrize("rule", ["majority", "free"])
+def test_search_tree_is_a_feasible_accepted_mip_start(rule):
+    X, y, s = tiny_instance(seed=20, n=14)
+    batch = prepare_batch(X, y, s)
+    res = search_tree(batch, depth=2, lambda_=1.0, fairness="fnr", label_rule=rule, eps_split=EPS)
+    model = build_model(batch, depth=2, lambda_=1.0, fairness="fnr",
+                        options=FormulationOptions(eps_split=EPS, label_rule=rule))
+    start_tree, start_obj = set_start_from_tree(model, res.tree)
+    assert model_max_violation(model) <= 1e-9
+    assert start_obj == pytest.approx(res.objective, abs=1e-9)
+    assert np.array_equal(start_tree.apply(batch.x), res.tree.apply(batch.x))
+    sol = solve(model, time_limit=2, warm_start=True)
+    assert sol.has_solution and sol.incumbent <= start_obj + 1e-9
+    # D = 2 search is exact, so the solver cannot do better either
+    assert sol.incumbent >= res.objective - 1e-7
+
+
+# ------------------------------------------------------------------- degenerate batches
+def test_all_missing_feature():
+    X, y, s = tiny_instance(seed=8, n=14)
+    X[:, 1] = np.nan
+    batch = prepare_batch(X, y, s)
+    res = search_tree(batch, depth=2, lambda_=0.5, fairness="fpr", eps_split=EPS, n_restarts=2)
+    assert res.objective == pytest.approx(
+        enumerate_optimum(X, y, s, depth=2, lam=0.5, fairness="fpr", eps=EPS), abs=1e-12)
+    col = res.tree.feature == 1  # a split on it sends every row the same way
+    assert np.all(res.tree.threshold[col] == -EPS)
+
+
+def test_single_class_batch():
+    X, _, s = tiny_instance(seed=9, n=14)
+    y = np.zeros(14, dtype=int)
+    batch = prepare_batch(X, y, s)
+    for fairness in ("none", "fpr", "accuracy"):  # defined without positives
+        res = search_tree(batch, depth=2, lambda_=1.0, fairness=fairness, eps_split=EPS)
+        assert res.objective == 0.0 and set(res.tree.value.tolist()) <= {0, 1}
+        assert np.all(res.tree.predict(batch.x) == 0)
+    with pytest.raises(ValueError, match="no positives"):  # same contract as build_model
+        search_tree(batch, depth=2, lambda_=1.0, fairness="fnr", eps_split=EPS)
+    assert search_tree(batch, depth=2, lambda_=0.0, fairness="fnr", eps_split=EPS).objective == 0.0
+
+
+def test_empty_group_in_a_denominator():
+    X, y, s = tiny_instance(seed=24, n=14)
+    y = np.where(s == 1, 0, y)  # group 1 has no positives
+    batch = prepare_batch(X, y, s)
+    with pytest.raises(ValueError, match="undefined on this batch"):
+        search_tree(batch, depth=2, lambda_=1.0, fairness="equalized_odds", eps_split=EPS)
+    res = search_tree(batch, depth=2, lambda_=1.0, fairness="fpr", eps_split=EPS)  # still defined
+    assert res.objective == pytest.approx(
+        enumerate_optimum(X, y, s, depth=2, lam=1.0, fairness="fpr", eps=EPS), abs=1e-12)
+    s1 = np.zeros_like(s)  # a single group: accuracy difference undefined
+    with pytest.raises(ValueError, match="no rows"):
+        search_tree(prepare_batch(X, y, s1), depth=1, lambda_=1.0, fairness="accuracy", eps_split=EPS)
+
+
+def test_foreign_start_tree_and_bad_args():
+    batch = medium_batch(5, n=60)
+    # a start whose thresholds are not batch values (e.g. a previous tree on another batch)
+    foreign = MIATree(2, np.array([0, 1, 2]), np.array([0.33333, 0.77777, -0.5]),
+                      np.array([False, True, True]), np.array([1, 0, 1, 0]))
+    res = search_tree(batch, depth=2, lambda_=0.3, fairness="fnr", eps_split=EPS, starts=[foreign])
+    assert res.objective <= tree_objective(canonicalize(foreign, batch, eps_split=EPS), batch,
+                                           lambda_=0.3, fairness="fnr") + 1e-12
+    with pytest.raises(ValueError, match="fairness"):
+        search_tree(batch, depth=2, fairness="dp")
+    with pytest.raises(ValueError, match="label_rule"):
+        search_tree(batch, depth=2, label_rule="minority")
+
+
+# ------------------------------------------------------------------- estimators and config
+def _forest_data(n=80, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 8, size=(n, 3)).astype(float)
+    s = np.arange(n) % 2
+    y = ((X[:, 0] + X[:, 1] / 2 + 2 * s + rng.normal(scale=2, size=n)) > 6).astype(int)
+    X[rng.random((n, 3)) < 0.2] = np.nan
+    return X, y, s
+
+
+@needs_highs
+def test_forest_search_warm_start():
+    X, y, s = _forest_data()
+    f = FairMIPForestClassifier(n_trees=2, batch_size=40, max_depth=2, lambda_=0.5, fairness="fnr",
+                                warm_start="search", stratify_batches=True, time_limit=1,
+                                random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MIPTimeLimitWarning)
+        f.fit(X, y, sensitive_features=s)
+    for info in f.solve_info_:
+        assert info["warm_start"] == "search" and info["warm_start_feasible"]
+        assert info["search_seconds"] is not None
+        assert info["objective"] <= info["warm_start_objective"] + 1e-9
+
+
+def test_solver_free_forest_is_the_search_and_deterministic():
+    X, y, s = _forest_data(seed=1)
+    kw = {"n_trees": 3, "batch_size": 40, "max_depth": 3, "lambda_": 0.5, "fairness": "fnr",
+          "warm_start": "search", "stratify_batches": True, "time_limit": 0, "random_state": 3}
+    f1 = FairMIPForestClassifier(**kw).fit(X, y, sensitive_features=s)
+    f2 = FairMIPForestClassifier(**kw).fit(X, y, sensitive_features=s)
+    assert np.array_equal(f1.predict_proba(X), f2.predict_proba(X))
+    assert all(i["status"] == "not_solved" and i["warm_start"] == "search" for i in f1.solve_info_)
+    # each tree is never worse than CART on its batch
+    Xs = f1._scale(X)
+    for t, info in zip(f1.trees_, f1.solve_info_, strict=True):
+        rows = f1._draw_batch(y, s, ("fnr",), info["batch_seed"])
+        batch = prepare_batch(Xs[rows], y[rows], s[rows])
+        assert info["objective"] == pytest.approx(
+            tree_objective(t, batch, lambda_=0.5, fairness="fnr"), abs=1e-12)
+        cart = _cart_tree(batch, 3, info["batch_seed"])
+        assert info["objective"] <= tree_objective(cart, batch, lambda_=0.5, fairness="fnr") + 1e-12
+    tree = FairMIPTreeClassifier(max_depth=2, lambda_=0.5, warm_start="search", time_limit=0).fit(
+        X, y, sensitive_features=s)
+    assert tree.solve_info_[0]["status"] == "not_solved"
+    prev = FairMIPForestClassifier(**{**kw, "warm_start": "previous"}).fit(X, y, sensitive_features=s)
+    assert [i["warm_start"] for i in prev.solve_info_] == ["cart", "previous", "previous"]
+    with pytest.raises(ValueError, match="needs a warm_start"):
+        FairMIPTreeClassifier(warm_start=None, time_limit=0).fit(X, y, sensitive_features=s)
+
+
+def test_config_accepts_search_and_solver_free():
+    spec = FairMIPForestSpec(warm_start="search", time_limit=0)
+    assert spec.warm_start == "search" and spec.time_limit == 0
+    with pytest.raises(ValueError):
+        FairMIPForestSpec(time_limit=-1)
