@@ -63,3 +63,16 @@ def enumerate_optimum(X, y, s, *, depth, lam, fairness, eps, eo_weight=1.0):
         pred = _labels(leaf, y, 4)[leaf]
         best = min(best, _metric(pred, y, s, lam, fairness, eo_weight))
     return best
+
+
+def tiny_instance(seed, n=12, d=3, levels=5, miss=0.25):
+    """Grid values k/10 (gaps 0.1 = 10 eps, T2's precondition), ~25% missing, both labels present in
+    both groups."""
+    rng = np.random.default_rng(seed)
+    while True:
+        X = rng.integers(0, levels, size=(n, d)) / 10.0
+        X[rng.random((n, d)) < miss] = np.nan
+        y = rng.integers(0, 2, n)
+        s = rng.integers(0, 2, n)
+        if all(((s == g) & (y == c)).sum() >= 1 for g in (0, 1) for c in (0, 1)):
+            return X, y, s

@@ -37,23 +37,11 @@ from fairmiss.models.mip_tree import (
 from fairmiss.solver import solve, solver_available
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _mip_oracle import _metric, _split_masks, enumerate_optimum  # noqa: E402
+from _mip_oracle import _metric, _split_masks, enumerate_optimum, tiny_instance  # noqa: E402
 
 EPS = 0.01
 REGULARISERS = ["none", "accuracy", "fpr", "fnr", "equalized_odds"]
 needs_highs = pytest.mark.skipif(not solver_available(), reason="HiGHS not available")
-
-
-def tiny_instance(seed, n=12, d=3, levels=5, miss=0.25):
-    """Grid values k/10, ~25% missing, both labels present in both groups (as test_mip_tree)."""
-    rng = np.random.default_rng(seed)
-    while True:
-        X = rng.integers(0, levels, size=(n, d)) / 10.0
-        X[rng.random((n, d)) < miss] = np.nan
-        y = rng.integers(0, 2, n)
-        s = rng.integers(0, 2, n)
-        if all(((s == g) & (y == c)).sum() >= 1 for g in (0, 1) for c in (0, 1)):
-            return X, y, s
 
 
 def medium_batch(seed, n=120, d=5):

@@ -29,25 +29,13 @@ from fairmiss.models.mip_tree import (
 from fairmiss.solver import solve, solver_available
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _mip_oracle import enumerate_optimum  # noqa: E402
+from _mip_oracle import enumerate_optimum, tiny_instance  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not solver_available(), reason="HiGHS not available")
 
 EPS = 0.01  # value gaps are 0.1 = 10 eps (T2 precondition)
 EXACT = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}
 REGULARISERS = ["none", "accuracy", "fpr", "fnr", "equalized_odds"]
-
-
-def tiny_instance(seed, n=12, d=3, levels=5, miss=0.25):
-    """Grid values k/10, ~25% missing, both labels present in both groups."""
-    rng = np.random.default_rng(seed)
-    while True:
-        X = rng.integers(0, levels, size=(n, d)) / 10.0
-        X[rng.random((n, d)) < miss] = np.nan
-        y = rng.integers(0, 2, n)
-        s = rng.integers(0, 2, n)
-        if all(((s == g) & (y == c)).sum() >= 1 for g in (0, 1) for c in (0, 1)):
-            return X, y, s
 
 
 def solve_exact(model, **kw):
