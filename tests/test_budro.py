@@ -552,3 +552,116 @@ def test_prefitted_fair_metric_is_accepted_and_unfitted_rejected(toy):
         BuDROClassifier(n_estimators=1).fit(X, y, fair_metric=FairMetric())
     with pytest.raises(ValueError, match="features"):
         BuDROClassifier(n_estimators=1).fit(X[:, :3], y, fair_metric=fm)
+
+
+# ---------------------------------------------------------------------------------------
+# issue 9 speed: narrow warm-start window (settled columns are never compressed or hulled)
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("support", ["dense", "knn", "wide"])
+@pytest.mark.parametrize("eps", [0.01, 0.1, 0.5])
+def test_narrow_window_matches_tilted_path_and_lp(toy, support, eps):
+    """``_solve_uniform_window`` (``eta_hint`` + ``eta_hint_width``) gives the exact solution of
+    the un-windowed path (and of the LP oracle) for hints inside, at the edge of and outside the
+    window; when the window holds ``eta*`` it is used (path ``uniform/window``), else the step
+    falls back. ``wide``: more than 255 candidates per column (the putmask branch)."""
+    import fairmiss.models.ot as ot
+
+    if support == "dense":
+        cand, y, l0, l1 = toy["cand"], toy["y"], toy["l0"], toy["l1"]
+    else:
+        Z, y, f = _knn_toy(n=300)
+        cand = knn_candidates(Z, k=12) if support == "knn" else all_candidates(Z)
+        l0, l1 = np.logaddexp(0, f), np.logaddexp(0, -f)
+    kw = dict(y=y, loss0=l0, loss1=l1)
+    w = ot._uniform_width(cand)
+    assert (w > 255) == (support == "wide")
+    ref = {m: solve_ot(cand, eps, method=m, **kw) for m in ("greedy", "dual")}  # no hint: full path
+    assert ref["greedy"].info["path"] == "uniform/full"
+    if support != "wide":
+        lp = solve_ot(cand, eps, method="lp", **kw)
+        for r in ref.values():
+            assert r.robust_loss == pytest.approx(lp.robust_loss, abs=1e-9, rel=1e-9)
+    eta = ref["greedy"].eta
+    assert eta > 0
+    for m, r in ref.items():
+        for hint, width in [(eta, 1.001), (eta, 1.03), (1.01 * eta, 1.02), (0.99 * eta, 1.02), (eta * 1.02, 1.02),
+                            (eta / 1.02, 1.02), (1.1 * eta, 1.02), (0.9 * eta, 1.02), (eta, 1.25), (eta, 3.0)]:
+            h = solve_ot(cand, eps, method=m, eta_hint=hint, eta_hint_width=width, **kw)
+            inside = hint / width < eta < hint * width
+            if abs(eta / (hint / width) - 1) < 1e-3 or abs(eta / (hint * width) - 1) < 1e-3:
+                inside = None  # at the edge: either path is fine
+            if inside:
+                assert h.info["path"] == "uniform/window", (m, hint, width)
+            elif inside is False:
+                assert h.info["path"] == "uniform/full" and h.info["tilt_fallback"], (m, hint, width)
+            assert h.eta == pytest.approx(r.eta, rel=1e-12, abs=1e-15), (m, hint, width)
+            assert h.robust_loss == pytest.approx(r.robust_loss, abs=1e-12), (m, hint, width)
+            assert h.cost == pytest.approx(r.cost, rel=1e-9, abs=1e-12), (m, hint, width)
+            assert h.cost <= eps * (1 + 1e-9) + 1e-12
+            np.testing.assert_allclose(h.p0, r.p0, atol=1e-12)
+            np.testing.assert_allclose(h.p1, r.p1, atol=1e-12)
+            np.testing.assert_allclose(h.plan.sum(axis=0).A1, 1.0 / cand.n, atol=1e-12)
+            assert h.nnz <= cand.n + 1
+            if "uncertified_columns" in r.info:
+                assert h.info["uncertified_columns"] == r.info["uncertified_columns"]
+    # the previous warm start (tilted pruning at 0.8 eta_hint) returns the same solution
+    for m, r in ref.items():
+        old = ot._solve_uniform_tilted(cand, w, y, l0, l1, eps, m, eta, 0.8 * eta)
+        new = ot._solve_uniform_window(cand, w, y, l0, l1, eps, m, 0.8 * eta, 1.25 * eta)
+        assert old is not None and new is not None
+        assert new[2] == old[2]  # eta: the same crossing slope, bit for bit
+        np.testing.assert_allclose(new[4], old[4], rtol=0, atol=1e-12)  # lam
+        pa, pb = np.zeros(cand.nnz), np.zeros(cand.nnz)  # the same plan (up to rounding of the split)
+        np.add.at(pa, old[0], old[1])
+        np.add.at(pb, new[0], new[1])
+        np.testing.assert_allclose(pa, pb, rtol=0, atol=1e-14)
+    with pytest.raises(ValueError, match="eta_hint_width"):
+        solve_ot(cand, eps, method="greedy", eta_hint=eta, eta_hint_width=1.0, **kw)
+
+
+def test_budro_window_warm_start_gives_the_same_model(monkeypatch):
+    """The extrapolated narrow window (issue 9 speed) leaves the fitted model unchanged: the
+    same robust losses, etas and margins as the previous warm start (``eta_prev``, width 1.25)
+    and as no warm start at all, on a kNN-support fit."""
+    import fairmiss.models.budro as bm
+
+    rng = np.random.RandomState(5)
+    n = 400
+    X = rng.normal(size=(n, 5))
+    X[:, 0] = X[:, 0] > 0
+    y = (X[:, 1] + 0.5 * X[:, 0] + 0.7 * rng.normal(size=n) > 0).astype(int)
+    kw = dict(eps=0.3, n_estimators=25, learning_rate=0.2, max_depth=4, min_child_weight=1e-3,
+              candidates="knn", n_neighbors=10, xgb_mode="gradient", random_state=0)
+    fits = {}
+    for name, rule in [("new", bm._eta_window), ("old", lambda e1, e2: (e1, 1.25 if e1 else None)),
+                       ("none", lambda e1, e2: (None, None))]:
+        monkeypatch.setattr(bm, "_eta_window", rule)
+        for m in ("greedy", "dual"):
+            fits[name, m] = BuDROClassifier(ot_method=m, **kw).fit(X, y, protected_columns=[0])
+    for m in ("greedy", "dual"):
+        new = fits["new", m]
+        assert new.history_["ot_path"].count("uniform/window") >= 15, new.history_["ot_path"]
+        for other in ("old", "none"):
+            ref = fits[other, m]
+            np.testing.assert_allclose(new.history_["robust_loss"], ref.history_["robust_loss"], rtol=0, atol=1e-9)
+            np.testing.assert_allclose(new.history_["eta"], ref.history_["eta"], rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(new.decision_function(X), ref.decision_function(X), rtol=0, atol=1e-6)
+            assert np.array_equal(new.predict(X), ref.predict(X))
+
+
+def test_logistic_losses_are_numpy_logaddexp_bit_for_bit():
+    """BuDRO's per-step losses with one ``logaddexp`` equal ``np.logaddexp(0, +-f)`` exactly
+    (the transport is discrete: a last-bit change could flip a tie)."""
+    from fairmiss.models.budro import _logistic_losses
+
+    rng = np.random.RandomState(0)
+    parts = [rng.normal(size=20000) * s for s in (1e-300, 1e-12, 1e-3, 0.1, 1.0, 3.0, 40.0, 800.0)]
+    parts.append((rng.normal(size=20000) * 2).astype(np.float32).astype(np.float64))  # XGBoost margins
+    parts.append(np.array([0.0, -0.0, 5e-324, -5e-324, 36.7, -36.7, 710.0, -710.0, 745.0, -745.0, np.inf, -np.inf]))
+    f = np.concatenate(parts)
+    l0, l1 = _logistic_losses(f)
+    with np.errstate(over="ignore"):
+        r0, r1 = np.logaddexp(0, f), np.logaddexp(0, -f)
+    assert np.array_equal(l0, r0) and np.array_equal(l1, r1)
+    assert np.array_equal(np.signbit(l0), np.signbit(r0)) and np.array_equal(np.signbit(l1), np.signbit(r1))

@@ -147,6 +147,28 @@ def _fit_metric(est, X, *, protected_columns, protected_target, fair_metric) -> 
                             kind=est.protected_kind)
 
 
+def _logistic_losses(f):
+    """``(np.logaddexp(0, f), np.logaddexp(0, -f))`` bit for bit, with one ``logaddexp``: both are
+    ``u = log1p(exp(-|f|))`` on one side and ``|f| + u`` on the other (numpy's own branches)."""
+    a = np.abs(f)
+    u = np.logaddexp(0.0, -a)
+    big = a + u
+    pos = f > 0
+    return np.where(pos, big, u), np.where(pos, u, big)
+
+
+def _eta_window(eta_prev, eta_prev2):
+    """Warm-start window for the exact transport step: ``eta`` extrapolated from the last two
+    steps (it moves smoothly: +0.3% to +20% per step on Adult) and a relative half-width that
+    grows with the last step's change. Only speed depends on it (a miss re-solves without it)."""
+    if eta_prev is None or not eta_prev > 0:
+        return None, None
+    if eta_prev2 is None or not eta_prev2 > 0:
+        return eta_prev, 1.5
+    ratio = min(max(eta_prev / eta_prev2, 2.0 / 3.0), 1.5)
+    return eta_prev * ratio, float(np.exp(0.02 + 0.5 * abs(np.log(ratio))))
+
+
 class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
     """Individually fair gradient-boosted trees (BuDRO, Algorithm 3 of paper 004).
 
@@ -191,8 +213,10 @@ class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
     history_ : dict of lists
         Per step: ``robust_loss``, ``empirical_loss``, ``certificate_gap``, ``budget_used``,
         ``cost``, ``eta``, ``solver_seconds``, ``boost_seconds``, ``nnz``, ``uncertified_columns``,
-        ``ot_path`` (``"uniform/window"``, ``"uniform/full"``: the vectorised exact path with the
-        warm-started or the full slope sort; ``"general"``: the per-entry solvers).
+        ``ot_path`` (``"uniform/window"``: the vectorised exact path warm-started in a narrow
+        ``eta`` window extrapolated from the last two steps; ``"uniform/full"``: the same path
+        without a window (first step, or the window missed ``eta*``); ``"general"``: the
+        per-entry solvers).
     candidates_ : str
         ``"all"`` or ``"knn"``.
     classes_, n_features_in_, feature_names_in_, random_state_
@@ -309,20 +333,20 @@ class BuDROClassifier(_XGBMixin, ClassifierMixin, BaseEstimator):
         hist = {k: [] for k in ("robust_loss", "empirical_loss", "certificate_gap", "budget_used", "cost", "eta",
                                 "solver_seconds", "boost_seconds", "nnz", "uncertified_columns", "ot_path")}
         opts = dict(self.ot_options or {})
-        eta_prev = None
+        eta_prev = eta_prev2 = None
         for t in range(self.n_estimators):
             f = booster.predict(d0 if self.xgb_mode == "augmented" else dx, output_margin=True)[:n]
             f = f.astype(np.float64)
             if self.ot_method in ("greedy", "dual"):  # warm start: never changes the exact solution
-                opts["eta_hint"] = eta_prev
+                opts["eta_hint"], opts["eta_hint_width"] = _eta_window(eta_prev, eta_prev2)
+            loss0, loss1 = _logistic_losses(f)
             if groups is not None:
-                res = solve_entropic_grouped(groups, self.eps, y=y, loss0=np.logaddexp(0, f),
-                                             loss1=np.logaddexp(0, -f), gamma=self.ot_gamma)
+                res = solve_entropic_grouped(groups, self.eps, y=y, loss0=loss0, loss1=loss1, gamma=self.ot_gamma)
             else:
-                res = solve_ot(cand, self.eps, y=y, loss0=np.logaddexp(0, f), loss1=np.logaddexp(0, -f),
+                res = solve_ot(cand, self.eps, y=y, loss0=loss0, loss1=loss1,
                                method=self.ot_method, gamma=self.ot_gamma, random_state=self.random_state_,
                                **opts)
-            eta_prev = res.eta if np.isfinite(res.eta) else None
+            eta_prev, eta_prev2 = (res.eta if np.isfinite(res.eta) else None), eta_prev
             tb = time.perf_counter()
             if self.xgb_mode == "augmented":
                 d0.set_weight(np.concatenate([res.p0, res.p1]))

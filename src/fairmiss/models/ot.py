@@ -36,10 +36,13 @@ When every column has the same number of candidates (``knn_candidates``, ``all_c
 (:func:`_solve_uniform`, ``info["path"] = "uniform/..."``): dominance pruning as a running max
 over the ``(w, n)`` value matrix, all columns' upper hulls at once, one sort of the hull
 segments (``eta*`` is the crossing slope, so ``dual`` needs no bisection: it only runs the
-complementary-slackness recovery at that ``eta*``). ``eta_hint`` (BuDRO passes the previous
-step's ``eta``) restricts the work to the hull between the argmaxes at ``1.25 eta_hint`` and
-``0.8 eta_hint`` and falls back to the full problem unless ``eta*`` is proven to lie inside,
-so the solution never depends on it. Other candidate sets use the per-entry solvers
+complementary-slackness recovery at that ``eta*``). ``eta_hint`` and ``eta_hint_width`` (BuDRO
+passes ``eta`` extrapolated from its last two steps and a width of about 1.02-1.2) give a window
+``[lo, hi] = eta_hint * [1/width, width]``: one pass over the entries finds every column's
+argmaxes at ``hi`` and ``lo``; the columns where they coincide are settled there, and only the
+others' hulls between the two are built and sorted (:func:`_solve_uniform_window`). The step
+falls back to the full problem unless ``eta*`` is proven to lie inside, so the solution never
+depends on the hint. Other candidate sets use the per-entry solvers
 (``info["path"] = "general"``; ``greedy`` then loops over columns in Python).
 ``entropic``
     Appendix B.1, Algorithms 4-5 in the log domain: ``Pi[:, j] = softmax((R - eta C)/gamma)/n``,
@@ -251,18 +254,27 @@ def _thresholds(A, Bs, sample, k, step=256):
     bound of its true ``k``-th nearest distance."""
     n = A.shape[0]
     tau = np.empty(n, dtype=np.float32)
+    spos = np.full(n, -1, dtype=np.intp)  # position of each point in the sample (-1: not sampled)
+    spos[sample] = np.arange(len(sample))
     for s in range(0, n, step):
-        J = np.arange(s, min(n, s + step))
-        Ds = A[J] @ Bs
-        Ds[sample[None, :] == J[:, None]] = np.inf
-        tau[J] = np.partition(Ds, k - 1, axis=1)[:, k - 1]
+        e = min(n, s + step)
+        Ds = A[s:e] @ Bs
+        pj = spos[s:e]
+        hit = np.flatnonzero(pj >= 0)
+        Ds[hit, pj[hit]] = np.inf  # home
+        Ds.partition(k - 1, axis=1)
+        tau[s:e] = Ds[:, k - 1]
     return tau
 
 
 def _first_k(key, n_rows, k, cbits, row_shift):
-    """Rows' first ``k`` packed keys (sorted) -> neighbour columns and float32 k-th distance."""
+    """Rows' first ``k`` packed keys (sorted) -> neighbour columns and float32 k-th distance, or
+    ``(None, None)`` if some row has fewer than ``k`` keys."""
     key.sort()
-    start = np.searchsorted(key >> np.uint64(row_shift), np.arange(n_rows, dtype=np.uint64))
+    # row r's keys start at the first key >= r << row_shift (no shifted copy of the keys)
+    start = np.searchsorted(key, np.arange(n_rows, dtype=np.uint64) << np.uint64(row_shift))
+    if np.diff(np.r_[start, len(key)]).min() < k:
+        return None, None
     sel = key[start[:, None] + np.arange(k)]
     nbr = (sel & np.uint64((1 << cbits) - 1)).astype(np.int64)
     rad = ((sel[:, -1] >> np.uint64(cbits)) & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
@@ -279,34 +291,41 @@ def _pack(r, v, c, cbits):
     return key
 
 
-def _knn_symmetric(A, Bt, Bs, sample, k, cbits, slack, tile: int = 1024):
+def _knn_symmetric(A, Bt, Bs, sample, k, cbits, slack, tile: int = 1024, rows: int = 256):
     """Upper-triangular tiles of the distance matrix; each tile feeds the candidates of both its
     row points and (transposed) its column points, halving the BLAS work. The thresholds get a
     ``slack`` (float32 error bound) because a transposed tile rounds differently; returns
-    ``(None, None)`` if some point still got fewer than ``k`` survivors (caller falls back)."""
+    ``(None, None)`` if some point still got fewer than ``k`` survivors (caller falls back).
+    A tile's product is computed ``rows`` rows at a time (a 1 MB block stays in L2 for the two
+    comparisons; the row split does not change the products, only which pair a tile computes)."""
     n = A.shape[0]
     tau = _thresholds(A, Bs, sample, k) + slack
     keys = []
+    dbuf = np.empty(rows * tile, dtype=A.dtype)
+    mbuf = np.empty(rows * tile, dtype=bool)
     for i0 in range(0, n, tile):
         i1 = min(n, i0 + tile)
-        AI, tI = A[i0:i1], tau[i0:i1, None]
         for j0 in range(i0, n, tile):
             j1 = min(n, j0 + tile)
-            D = AI @ Bt[:, j0:j1]
-            tj = D.shape[1]
-            if i0 == j0:
-                np.fill_diagonal(D, np.inf)  # home is added separately
-            f = np.flatnonzero(D <= tI)
-            v = D.ravel()[f]
-            keys.append(_pack(i0 + f // tj, v, j0 + f % tj, cbits))
-            if i0 != j0:
-                f = np.flatnonzero(D <= tau[None, j0:j1])
-                v = D.ravel()[f]
-                keys.append(_pack(j0 + f % tj, v, i0 + f // tj, cbits))
-    key = np.concatenate(keys)
-    if np.bincount((key >> np.uint64(32 + cbits)).astype(np.int64), minlength=n).min() < k:
-        return None, None
-    return _first_k(key, n, k, cbits, 32 + cbits)
+            Bj, tJ = Bt[:, j0:j1], tau[None, j0:j1]
+            tj = j1 - j0
+            for r0 in range(i0, i1, rows):
+                r1 = min(i1, r0 + rows)
+                size = (r1 - r0) * tj  # contiguous (r1 - r0, tj) views of the buffers
+                D = np.matmul(A[r0:r1], Bj, out=dbuf[:size].reshape(r1 - r0, tj))
+                M = mbuf[:size].reshape(r1 - r0, tj)
+                if i0 == j0:
+                    d = np.arange(r1 - r0)
+                    D[d, d + (r0 - j0)] = np.inf  # home is added separately
+                Dr = D.ravel()
+                f = np.flatnonzero(np.less_equal(D, tau[r0:r1, None], out=M))
+                q, c = np.divmod(f, tj)
+                keys.append(_pack(r0 + q, np.take(Dr, f, mode="clip"), j0 + c, cbits))
+                if i0 != j0:
+                    f = np.flatnonzero(np.less_equal(D, tJ, out=M))
+                    q, c = np.divmod(f, tj)
+                    keys.append(_pack(j0 + c, np.take(Dr, f, mode="clip"), r0 + q, cbits))
+    return _first_k(np.concatenate(keys), n, k, cbits, 32 + cbits)  # (None, None) if a row has < k keys
 
 
 def _knn_rowblocks(A, Bt, Bs, sample, k, cbits):
@@ -345,7 +364,7 @@ def _knn_rowblocks(A, Bt, Bs, sample, k, cbits):
     return nbr, rad32
 
 
-def _pair_costs(Z, rows, cols, chunk: int = 1 << 18) -> np.ndarray:
+def _pair_costs(Z, rows, cols, chunk: int = 1 << 13) -> np.ndarray:
     """``||Z[rows] - Z[cols]||^2`` in float64 (chunked), exactly 0 for identical rows and at home.
 
     ``rows``/``cols`` hold ``w`` entries per column, column by column (``cols`` repeated).
@@ -356,7 +375,8 @@ def _pair_costs(Z, rows, cols, chunk: int = 1 << 18) -> np.ndarray:
     out = np.empty((n, w))
     step = max(1, chunk // w)
     for s in range(0, n, step):
-        diff = Z[R[s:s + step]] - Z[s:s + step, None, :]
+        diff = np.take(Z, R[s:s + step], axis=0, mode="clip")
+        diff -= Z[s:s + step, None, :]
         out[s:s + step] = np.einsum("ijk,ijk->ij", diff, diff)
     out = out.ravel()
     out[rows == cols] = 0.0
@@ -569,9 +589,8 @@ def _gather_index(cand, y, w):
     if cache is not None and np.array_equal(cache[0], y):
         return cache[1], cache[2]
     n = cand.n
-    dtype = np.int32 if 2 * n < np.iinfo(np.int32).max else np.int64
-    idx = (cand.rows + n * y.astype(np.int64)[cand.cols]).astype(dtype)
-    idxT = np.ascontiguousarray(idx.reshape(n, w).T)
+    idx = (cand.rows + n * y.astype(np.int64)[cand.cols]).astype(np.intp)
+    idxT = np.ascontiguousarray(idx.reshape(n, w).T)  # intp: np.take would convert int32 on every call
     object.__setattr__(cand, "_gather_cache", (y.copy(), idx, idxT))
     return idx, idxT
 
@@ -676,7 +695,7 @@ def _greedy_cut(slope, sdc, budget, eta_hint):
     return taken, -1, (float(cum[-1]) if len(cum) else 0.0), "full"
 
 
-def _solve_uniform(cand, w, y, loss0, loss1, eps, method, eta_hint=None):
+def _solve_uniform(cand, w, y, loss0, loss1, eps, method, eta_hint=None, eta_hint_width=None):
     """Exact ``greedy``/``dual`` on a uniform-width candidate set without Python loops over columns.
 
     Dominance pruning (spec §1.3, exact) as a running max along each cost-sorted column of the
@@ -685,21 +704,212 @@ def _solve_uniform(cand, w, y, loss0, loss1, eps, method, eta_hint=None):
     (the crossing slope is ``eta*``). ``dual`` recovers the primal by complementary slackness at
     that exact ``eta*`` (same rule as Algorithm 7's recovery, on the hull points).
 
-    Warm start (``eta_hint``, e.g. the previous boosting step's ``eta``): the pruning runs on the
-    tilted values ``R - eta_lo C`` with ``eta_lo = 0.8 eta_hint``, which keeps exactly the part
-    of every column's hull with slopes ``> eta_lo`` (the entries that can be an argmax for some
-    ``eta > eta_lo``). If the greedy crosses the budget on that part, ``eta* > eta_lo`` and the
-    solution is the full problem's; otherwise the step is redone without the tilt. Exact either way.
+    Warm start (``eta_hint``, ``eta_hint_width`` = ``rho``, default 1.25):
+    :func:`_solve_uniform_window` on ``[eta_hint / rho, eta_hint * rho]``. If the greedy is not
+    proven to cross the budget inside it, the step is redone without the window
+    (:func:`_solve_uniform_tilted` with no tilt). Exact either way.
     Returns (entries, mass, eta, info, lam) with ``lam[j] = max_i R_ij - eta C_ij``.
     """
-    eta_lo = 0.8 * eta_hint if eta_hint is not None and np.isfinite(eta_hint) and eta_hint > 0 else 0.0
-    if eta_lo > 0:
-        out = _solve_uniform_tilted(cand, w, y, loss0, loss1, eps, method, eta_hint, eta_lo)
+    hinted = eta_hint is not None and np.isfinite(eta_hint) and eta_hint > 0
+    if hinted:
+        rho = 1.25 if eta_hint_width is None else float(eta_hint_width)
+        if not (np.isfinite(rho) and rho > 1.0):
+            raise ValueError(f"eta_hint_width must be a finite number > 1, got {eta_hint_width}")
+        out = _solve_uniform_window(cand, w, y, loss0, loss1, eps, method, eta_hint * (1.0 / rho), eta_hint * rho)
         if out is not None:
             return out
-    out = _solve_uniform_tilted(cand, w, y, loss0, loss1, eps, method, eta_hint, 0.0)
-    out[3]["tilt_fallback"] = eta_lo > 0
+    out = _solve_uniform_tilted(cand, w, y, loss0, loss1, eps, method, None, 0.0)
+    out[3]["tilt_fallback"] = hinted
     return out
+
+
+def _solve_uniform_window(cand, w, y, loss0, loss1, eps, method, lo, hi):
+    """Warm-started exact step: ``eta*`` is sought in the window ``[lo, hi]`` only.
+
+    One pass over the ``(w, n)`` layout computes, per column, the running maxima of the tilted
+    values ``R - lo C`` (dominance pruning on them keeps exactly the entries that can be an
+    argmax for some ``eta > lo``) and ``R - hi C`` with its first (cheapest) argmax ``a_h``, and
+    the last ``lo``-survivor ``a_l`` (the cheapest argmax at ``lo``). Every column's solution for
+    any ``eta`` in ``[lo, hi]`` lies on its hull between ``a_h`` and ``a_l``; columns with
+    ``a_h == a_l`` (most of them for a narrow window) are settled at ``a_h`` without being
+    compressed, hulled or sorted. The step is accepted only if the budget is proven to be crossed
+    inside the window (``sum C[a_h] <= n eps`` and the greedy over the window segments crosses
+    it); otherwise ``None`` (the caller re-solves without a window). Same solution as
+    :func:`_solve_uniform_tilted`, independent of the window.
+    """
+    n = cand.n
+    L = np.concatenate([loss0, loss1])
+    _, idxT = _gather_index(cand, y, w)
+    CT = _costs_T(cand, w)
+    # work arrays reused across steps (taken from the candidate set while in use, so concurrent
+    # calls on the same set simply allocate their own): no per-step allocation and page faults
+    small = w <= 255
+    work = cand.__dict__.pop("_window_work", None)
+    if work is None:
+        work = (np.empty((w, n), dtype=bool), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                np.empty(n), np.empty(n, dtype=bool), np.empty(n, dtype=np.uint8),
+                np.empty(n, dtype=np.uint8 if small else np.intp))
+    keepT, buf, tl, th, run_lo, run_hi, gt, tt8, a_h = work
+    keepT[0] = True
+    np.take(L, idxT[0], out=buf)
+    np.subtract(buf, lo * CT[0], out=run_lo)
+    np.subtract(buf, hi * CT[0], out=run_hi)
+    # a_h = last row where the hi running max strictly grew (rows only increase: a uint8 running
+    # max of t * mask, SIMD-friendly unlike putmask, when w <= 255). The last lo-survivor a_l is
+    # not tracked: a_l > a_h iff the final lo running max beats the tilted value at a_h.
+    a_h.fill(0)
+    for t in range(1, w):
+        np.take(L, idxT[t], out=buf, mode="clip")  # indices are valid: clip skips the bounds check
+        kt = keepT[t]
+        np.multiply(CT[t], lo, out=tl)
+        np.subtract(buf, tl, out=tl)
+        np.greater(tl, run_lo, out=kt)
+        np.maximum(run_lo, tl, out=run_lo)
+        np.multiply(CT[t], hi, out=th)
+        np.subtract(buf, th, out=th)
+        np.greater(th, run_hi, out=gt)
+        np.maximum(run_hi, th, out=run_hi)
+        if small:
+            np.multiply(gt.view(np.uint8), t, out=tt8)
+            np.maximum(a_h, tt8, out=a_h)
+        else:
+            np.putmask(a_h, gt, t)
+    out = _window_finish(cand, w, L, idxT, CT, keepT, run_lo, a_h.astype(np.intp), lo, eps, method)
+    object.__setattr__(cand, "_window_work", work)
+    return out
+
+
+def _window_finish(cand, w, L, idxT, CT, keepT, run_lo, a_h, lo, eps, method):
+    """The part of :func:`_solve_uniform_window` after its pass: window columns, their hulls,
+    the greedy over the window segments, the solution (``None``: not proven inside the window)."""
+    n = cand.n
+    cols = np.arange(n)
+    e_h = cols * w + a_h
+    pos_h = a_h * n + cols  # the same entries in the (w, n) layout
+    # a_h is a lo-survivor in exact arithmetic; if rounding says otherwise, take the safe path
+    if not np.take(keepT.ravel(), pos_h, mode="clip").all():
+        return None
+    c_h = np.take(CT.ravel(), pos_h, mode="clip")
+    budget = n * eps
+    base = float(c_h.sum())
+    if base > budget:
+        return None  # eta* > hi
+    # columns with hull segments in the window: a lo-survivor after a_h (the last one, a_l, is the
+    # lo argmax; survivors' tilted values increase strictly, so a_l > a_h iff run_lo beats a_h's,
+    # computed by the same operations as in the pass)
+    v_h = np.take(L, np.take(idxT.ravel(), pos_h, mode="clip"), mode="clip")
+    W = np.flatnonzero(run_lo > v_h - lo * c_h)
+    sub = keepT[:, W].T  # (|W|, w)
+    sub &= np.arange(w)[None, :] >= a_h[W][:, None]
+    jj, tt = np.nonzero(sub)
+    col = W[jj]
+    e = col * w + tt  # window entries, column by column, increasing cost
+    pos = tt * n + col  # the same entries in the (w, n) layout (gathers from it stay cache-friendly)
+    c, v = CT.ravel()[pos], L[idxT.ravel()[pos]]
+    pts, passes = _upper_hull(c, v, col)
+    hc, hv, hj = c[pts], v[pts], col[pts]
+    same = hj[1:] == hj[:-1]
+    seg = np.flatnonzero(same)
+    sdc = hc[seg + 1] - hc[seg]
+    slope = (hv[seg + 1] - hv[seg]) / sdc
+    # greedy over the window segments (every slope lies in (lo, hi]): decreasing slope, index
+    # order on ties, until the budget; it must cross inside the window
+    order = np.argsort(-slope, kind="stable")
+    cum = base + np.cumsum(sdc[order])
+    mt = int(np.searchsorted(cum, budget, side="right"))
+    if mt >= len(order):
+        return None  # eta* <= lo
+    sg = int(order[mt])
+    prev = float(cum[mt - 1]) if mt > 0 else base
+    eta = float(slope[sg])
+    taken = np.zeros(len(seg), dtype=bool)
+    taken[order[:mt]] = True
+    hstart = np.flatnonzero(np.r_[True, ~same])  # first hull point (= a_h) of each window column
+    fin_w = hstart + np.bincount(np.searchsorted(W, hj[seg[taken]]), minlength=len(W))
+    pf = pts[fin_w]
+    final = e_h.copy()
+    final[W] = e[pf]
+    pos_f = pos_h.copy()
+    pos_f[W] = pos[pf]
+    c_f = c_h.copy()
+    c_f[W] = c[pf]
+    lam = v_h.copy()
+    lam[W] = v[pf]
+    lam -= eta * c_f
+    theta = (budget - prev) / sdc[sg]
+    info = {"path": "uniform/window", "pruned_entries": int(n - len(W) + len(e)), "window_columns": int(len(W)),
+            "hull_points": int(n - len(W) + len(pts)), "hull_passes": passes, "segments": int(len(seg))}
+    if method == "dual" and eta > 0:
+        # Algorithm 7's recovery (:func:`_dual_recover`) restricted to the window columns: every
+        # other column has a single hull point between a_h and a_l, so its cheapest and costliest
+        # ties coincide (a zero term of the cumulative extra cost); same result as on all columns
+        hcounts = np.diff(np.r_[hstart, len(pts)])
+        tol = 1e-11 * max(1.0, float(np.abs(v_h).max()), float(np.abs(hv).max()),
+                          eta * max(float(c_h.max()), float(hc.max())))
+        local = np.repeat(np.arange(len(W)), hcounts)  # window-local column index of each hull point
+        hcand = CandidateSet(np.r_[0, np.cumsum(hcounts)], hj, local, hc, cand.radius[W])
+        hs = hv - eta * hc
+        hlam = _segment_max(hs, hcand)
+        e_lo = _tied_choice(hcand, hs, hlam, tol, hc, largest=False)
+        e_hi = _tied_choice(hcand, hs, hlam, tol, hc, largest=True)
+        c_lo = c_h.copy()
+        c_lo[W] = hc[e_lo]
+        need = n * eps - c_lo.sum()  # extra cost needed to make the budget tight
+        delta = hc[e_hi] - c_lo[W]
+        cum = np.cumsum(delta)
+        k = int(np.searchsorted(cum, need, side="left"))
+        m = len(W)
+        mass_lo, mass_hi = np.full(m, 1.0 / n), np.zeros(m)
+        split = None
+        if k >= m:  # numerically S_hi < n eps: move every column
+            mass_lo, mass_hi = np.zeros(m), np.full(m, 1.0 / n)
+        else:
+            mass_lo[:k], mass_hi[:k] = 0.0, 1.0 / n
+            prevk = cum[k - 1] if k > 0 else 0.0
+            th_k = float(np.clip((need - prevk) / delta[k], 0.0, 1.0)) if delta[k] > 0 else 0.0
+            mass_lo[k], mass_hi[k] = (1 - th_k) / n, th_k / n
+            if 0 < th_k < 1:
+                split = int(W[k])
+        # entries in column order (as np.unique would sort them), e_lo == e_hi merged
+        wl, wh = e[pts[e_lo]], e[pts[e_hi]]
+        two = wl != wh
+        cnt = np.ones(n, dtype=np.intp)
+        cnt[W] += two
+        start = np.cumsum(cnt) - cnt
+        ent = np.empty(int(cnt.sum()), dtype=e_h.dtype)
+        mass = np.full(len(ent), 1.0 / n)
+        ent[start] = e_h
+        sw = start[W]
+        ent[sw] = wl
+        mass[sw] = np.where(two, mass_lo, mass_lo + mass_hi)
+        ent[sw[two] + 1] = wh[two]
+        mass[sw[two] + 1] = mass_hi[two]
+        info["split_column"] = split
+        return ent, mass, eta, info, lam
+    split = theta > 0
+    entries = np.empty(n + split, dtype=final.dtype)
+    entries[:n] = final
+    mass = np.full(n + split, 1.0 / n)
+    cols_out = np.arange(n + split)
+    if split:
+        j = int(hj[seg[sg]])
+        mass[j] = (1 - theta) / n
+        entries[n] = e[pts[seg[sg] + 1]]
+        mass[n] = theta / n
+        cols_out[n] = j
+        pos_f = np.append(pos_f, pos[pts[seg[sg] + 1]])
+    if method == "dual":
+        info["split_column"] = None
+    info["_layout"] = (pos_f, cols_out)  # (w, n)-layout positions and columns of `entries` (solve_ot)
+    return entries, mass, eta, info, lam
+
+
+def _complete(cand) -> bool:
+    c = cand.__dict__.get("_complete")
+    if c is None:
+        c = cand.complete
+        object.__setattr__(cand, "_complete", c)
+    return c
 
 
 def _costs_T(cand, w):
@@ -711,6 +921,10 @@ def _costs_T(cand, w):
 
 
 def _solve_uniform_tilted(cand, w, y, loss0, loss1, eps, method, eta_hint, eta_lo):
+    """The full uniform-width solve (``eta_lo = 0``). With ``eta_lo = 0.8 eta_hint > 0`` it is
+    the previous warm start (pruning on ``R - eta_lo C``, every column started at its argmax at
+    ``1.25 eta_hint``; ``None`` unless ``eta*`` is proven inside), kept as a reference for the
+    tests of :func:`_solve_uniform_window`."""
     n = cand.n
     L = np.concatenate([loss0, loss1])
     idx, idxT = _gather_index(cand, y, w)
@@ -724,7 +938,7 @@ def _solve_uniform_tilted(cand, w, y, loss0, loss1, eps, method, eta_hint, eta_l
     if CT is not None:
         run -= eta_lo * CT[0]
     for t in range(1, w):
-        np.take(L, idxT[t], out=buf)
+        np.take(L, idxT[t], out=buf, mode="clip")  # indices are valid: clip skips the bounds check
         if CT is not None:
             np.multiply(CT[t], eta_lo, out=tmp)
             np.subtract(buf, tmp, out=buf)
@@ -957,6 +1171,7 @@ def solve_ot(
     sgd_momentum: float = 0.9,
     random_state=None,
     eta_hint: float | None = None,
+    eta_hint_width: float | None = None,
 ) -> OTResult:
     """Solve BuDRO's inner transport problem on a candidate set.
 
@@ -985,6 +1200,10 @@ def solve_ot(
         Expected budget multiplier (e.g. the previous boosting step's ``eta``). Speeds up the
         exact ``greedy``/``dual`` fast path (only the hull segments near it are sorted when the
         crossing is proven to lie there); never changes the solution.
+    eta_hint_width : float, optional
+        The window searched first is ``[eta_hint / width, eta_hint * width]`` (default 1.25); a
+        narrow window is faster when the hint is good, and a miss only costs a re-solve without
+        the window (the solution never depends on it).
 
     Returns
     -------
@@ -1006,26 +1225,35 @@ def solve_ot(
         raise ValueError("labels must be in {0, 1}")
     w = _uniform_width(candidates) if method in ("greedy", "dual") else 0
     if w:
-        entries, mass, eta, info, lam = _solve_uniform(candidates, w, y, loss0, loss1, eps, method, eta_hint)
+        entries, mass, eta, info, lam = _solve_uniform(candidates, w, y, loss0, loss1, eps, method, eta_hint,
+                                                        eta_hint_width)
         info["support_entries"] = int(candidates.nnz)
+        layout = info.pop("_layout", None)
         keep = mass > 0
+        if layout is not None:
+            pos, cols = layout
+        else:
+            # gathers through the (w, n) layout: entry e = column * w + t sits at t * n + column
+            # there, mostly in its first rows (cache-friendly, unlike the stride-w flat arrays)
+            cols, t_e = np.divmod(entries, w)
+            pos = t_e * n + cols
         if not keep.all():
-            entries, mass = entries[keep], mass[keep]
-        idx = _gather_index(candidates, y, w)[0][entries]
-        rows, cols = candidates.rows[entries], candidates.cols[entries]
+            entries, mass, pos, cols = entries[keep], mass[keep], pos[keep], cols[keep]
+        idx = np.take(_gather_index(candidates, y, w)[1].ravel(), pos, mode="clip")
         lab1 = idx >= n  # the source's label is 1
-        vals = np.concatenate([loss0, loss1])[idx]
-        if not candidates.complete and np.isfinite(eta):
+        rows = idx - n * lab1  # idx = row + n * y[col]
+        vals = np.take(np.concatenate([loss0, loss1]), idx, mode="clip")
+        if not _complete(candidates) and np.isfinite(eta):
             lmax = np.where(y == 1, loss1.max(), loss0.max())
             info["uncertified_columns"] = int(np.sum(lmax - eta * candidates.radius > lam + 1e-12))
-        w1 = mass * lab1
+        p01 = np.bincount(idx, weights=mass, minlength=2 * n)  # idx = row + n * label: p0 | p1
         res = OTResult(
             rows=rows, cols=cols, mass=mass,
-            p0=np.bincount(rows, weights=mass - w1, minlength=n),
-            p1=np.bincount(rows, weights=w1, minlength=n),
+            p0=p01[:n],
+            p1=p01[n:],
             robust_loss=float(np.dot(vals, mass)),
             empirical_loss=float(np.where(y == 1, loss1, loss0).mean()),
-            cost=float(np.dot(candidates.costs[entries], mass)),
+            cost=float(np.dot(np.take(_costs_T(candidates, w).ravel(), pos, mode="clip"), mass)),
             eps=float(eps), eta=float(eta), method=method, seconds=time.perf_counter() - t0, info=info,
         )
         logger.debug("OT %s (uniform): robust=%.6f empirical=%.6f cost=%.4g eps=%.4g eta=%.4g nnz=%d %.3fs",
