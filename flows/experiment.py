@@ -69,7 +69,9 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     threads = max(1, cores // cfg.execution.max_workers)
     with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment"}) as parent:
         tracker.log_params(parent, {"config_path": config_path, "n_cells": len(cells),
-                                    **pipeline._flatten(cfg.model_dump(mode="json", by_alias=True))})
+                                    # published reference numbers are not parameters of the run
+                                    **pipeline._flatten(cfg.model_dump(mode="json", by_alias=True,
+                                                                       exclude={"references"}))})
         tracker.log_dict(parent, {k: v for k, v in data.info.items() if k != "card"}, "data/provenance.json")
         tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
         if data.docs_index:

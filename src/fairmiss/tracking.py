@@ -179,7 +179,7 @@ def git_commit() -> str:
 
 
 def _metric_name(k: str) -> str:
-    """MLflow allows alphanumerics and ``_ - . space : /`` in metric names: ``+`` becomes ``__``."""
+    """MLflow allows alphanumerics and ``_ - . space : /`` in metric and param names: ``+`` becomes ``__``."""
     return re.sub(r"[^A-Za-z0-9_\-. :/]", "_", k.replace("+", "__"))
 
 
@@ -312,7 +312,7 @@ class Tracker:
     def log_params(self, run_id: str, params: dict) -> None:
         from mlflow.entities import Param
 
-        items = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
+        items = [Param(_metric_name(k), str(v)[:6000]) for k, v in sorted(params.items())]
         for i in range(0, len(items), 100):
             self.client.log_batch(run_id, params=items[i : i + 100])
 
@@ -332,7 +332,7 @@ class Tracker:
         (one for a typical cell: ≤ 100 params, ≤ 100 tags, ≤ 1000 entities)."""
         from mlflow.entities import Metric, Param, RunTag
 
-        ps = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
+        ps = [Param(_metric_name(k), str(v)[:6000]) for k, v in sorted(params.items())]
         ms = [Metric(_metric_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())
               if v is not None and np.isfinite(float(v))]
         ts = [RunTag(k, str(v)) for k, v in tags.items()]
