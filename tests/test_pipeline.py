@@ -232,6 +232,8 @@ def test_validation_receipt_skips_the_gate_only_for_the_same_table_and_suite(tmp
     assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc, revalidate=True).info["validation_reused"] is False
     meta.write_text(json.dumps({**stored, "validation": {**stored["validation"], "suite": "another"}}))
     assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc).info["validation_reused"] is False
+    meta.write_text(json.dumps({**stored, "validation": "GE on 16 columns"}))  # metadata of an older version
+    assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc).info["validation_reused"] is False
     meta.write_text(json.dumps({**stored, "data_hash": "0" * 16}))  # the stored table is not this one
     assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc).info["validation_reused"] is False
     # the Data Docs asked for are not there yet: the gate runs to write them

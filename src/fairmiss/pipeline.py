@@ -100,7 +100,8 @@ def validation_receipt(processed_dir: Path, stem: str, *, data_hash: str, suite:
     """
     processed_dir = Path(processed_dir)
     old = _read_meta(processed_dir / f"{stem}.json")
-    ok = (old.get("data_hash") == data_hash and (old.get("validation") or {}).get("suite") == suite
+    receipt = old.get("validation")  # older metadata held a prose string here: no receipt
+    ok = (old.get("data_hash") == data_hash and isinstance(receipt, dict) and receipt.get("suite") == suite
           and (processed_dir / f"{stem}.parquet").exists()
           and (docs_dir is None or (Path(docs_dir) / "index.html").exists()))
     return old if ok else None
