@@ -179,3 +179,16 @@ def test_up_to_date_needs_results_and_a_matching_finished_run(flow_run, tmp_path
     elsewhere.write_text(yaml.safe_dump(d))
     assert load_config(elsewhere).config_hash == load_config(cfg).config_hash
     assert up_to_date(load_config(elsewhere), results) is None
+
+
+def test_first_finished_run_is_found_up_to_date(tmp_path):
+    """Regression: the newest FINISHED run with the fingerprint used to be a cell (child) run, which made
+    the run right after a first one go through the flow again."""
+    from fairmiss.config import load_config
+    from flows.experiment import up_to_date
+
+    cfg = small_config(tmp_path, split={"test_size": 0.3, "n_splits": 1}, imputers=[{"kind": "mean"}],
+                       tracking={"uri": f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}", "log_models": False})
+    out = run_experiment(cfg, results_dir=str(tmp_path / "results"), processed_dir=str(tmp_path / "processed"))
+    found = up_to_date(load_config(cfg), tmp_path / "results")
+    assert found is not None and found["parent_run_id"] == out["parent_run_id"]

@@ -485,7 +485,9 @@ class Tracker:
         """The newest FINISHED experiment (parent) run with this fingerprint, or ``None``."""
         runs = self.client.search_runs(
             [self.experiment_id],
-            filter_string=f"tags.`run.fingerprint` = '{fingerprint}' and attributes.status = 'FINISHED'",
+            # cell (child) runs carry the fingerprint too: only experiment (parent) runs count
+            filter_string=f"tags.`run.fingerprint` = '{fingerprint}' and tags.kind = 'experiment' "
+                          "and attributes.status = 'FINISHED'",
             order_by=["attributes.start_time DESC"],
             max_results=1,
         )
