@@ -58,6 +58,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     data = prepare_task(cfg.dataset, raw_dir, processed_dir, str(Path("reports") / "datadocs" / cfg.dataset.name))
     log.info("dataset %s: %d rows, hash %s, %d expectations passed", data.dataset, len(data.df),
              data.data_hash, data.info["n_expectations"])
+    pipeline.check_extra_groups(cfg, data)  # a misnamed extra_groups column fails before any cell runs
 
     tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
     tracker.reap_dead_runs()

@@ -143,3 +143,23 @@ def test_non_binary_labels_are_a_clear_error():
         evaluate(np.array([0, 2]), np.array([0, 1]), np.array([0, 1]))
     with pytest.raises(ValueError, match="y_pred must be 0/1"):
         group_confusion_matrices(np.array([0, 1]), np.array([-1, 1]), np.array([0, 1]))
+
+
+def test_gap_rms_is_the_root_mean_square_of_the_per_class_gaps():
+    """Paper 004's GAPRMS by hand: group a TPR 3/4, TNR 3/4; group b TPR 1/4, TNR 4/4 → Gap_1 = 1/2, Gap_0 = 1/4,
+    GAPRMS = sqrt((1/4 + 1/16) / 2), GAPMax = 1/2; and against per-class recalls from scikit-learn."""
+    from sklearn.metrics import recall_score
+
+    y = np.array([1, 1, 1, 1, 0, 0, 0, 0] * 2)
+    p = np.array([1, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0])
+    s = np.repeat(["a", "b"], 8)
+    m = evaluate(y, p, s, metrics=["accuracy", "tpr", "fpr"])
+    assert m["gap_rms"] == pytest.approx(np.sqrt((0.25 + 0.0625) / 2), abs=1e-15)
+    assert m["equalized_odds_difference"] == pytest.approx(0.5, abs=1e-15)
+    rng = np.random.default_rng(3)
+    y, p, s = rng.integers(0, 2, 500), rng.integers(0, 2, 500), rng.integers(0, 2, 500)
+    gaps = [abs(recall_score(y[s == 0], p[s == 0], pos_label=c) - recall_score(y[s == 1], p[s == 1], pos_label=c))
+            for c in (0, 1)]
+    m = evaluate(y, p, s)
+    assert m["gap_rms"] == pytest.approx(np.sqrt(np.mean(np.square(gaps))), abs=1e-12)
+    assert m["equalized_odds_difference"] == pytest.approx(max(gaps), abs=1e-12)

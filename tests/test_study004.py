@@ -8,6 +8,7 @@ consistency columns), and the ``--quick`` study end to end on a temporary MLflow
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -53,10 +54,15 @@ def test_compas_references_are_table9():
     ref = load_config(COMPAS).references
     assert set(ref.values) == set(ref.sd) == {"BuDRO", "Baseline", "Project", "Reweigh"}
     assert ref.values["BuDRO"] == {"accuracy": 0.652, "consistency_gender": 1.0, "consistency_race": 1.0,
-                                   "equalized_odds_difference": 0.145}
+                                   "equalized_odds_difference": 0.145, "gap_rms": 0.125,
+                                   "equalized_odds_difference_by_sex": 0.124, "gap_rms_by_sex": 0.099}
     assert ref.values["Baseline"]["equalized_odds_difference"] == 0.258  # race GAPMax (Table 9 order, not Table 3)
     assert ref.sd["Baseline"] == {"accuracy": 0.014, "consistency_gender": 0.038, "consistency_race": 0.040,
-                                  "equalized_odds_difference": 0.056}
+                                  "equalized_odds_difference": 0.056, "gap_rms": 0.046,
+                                  "equalized_odds_difference_by_sex": 0.055, "gap_rms_by_sex": 0.041}
+    for method, vals in ref.values.items():  # Table 9's order: GAPMax >= GAPRMS for both attributes
+        assert vals["equalized_odds_difference"] >= vals["gap_rms"]
+        assert vals["equalized_odds_difference_by_sex"] >= vals["gap_rms_by_sex"]
     for method, vals in ref.values.items():
         assert set(vals) == set(ref.sd[method])
 
@@ -82,8 +88,19 @@ def test_compas_config_wiring_runs_one_cheap_cell(mirror, tmp_path):
         cell = Cell(0, cfg.missingness[0], cfg.imputers[0], ln.model_copy(update=short[ln.label]))
         res = pipeline.fit_evaluate(cfg, cell, data, split)
         assert res.status == "ok", res.error
-        for k in ("accuracy", "equalized_odds_difference", "consistency_gender", "consistency_race"):
+        for k in ("accuracy", "equalized_odds_difference", "consistency_gender", "consistency_race", "gap_rms",
+                  "equalized_odds_difference_by_sex", "gap_rms_by_sex"):
             assert 0.0 <= res.metrics[k] <= 1.0
+        # the sex gaps (extra_groups) are the gaps of the same predictions against the sex column
+        from fairmiss.metrics import evaluate
+
+        te = split.test_idx
+        pred = res.model.predict(split.X.to_numpy(dtype=float)[te])
+        by_sex = evaluate(data.df[data.label].to_numpy()[te], pred, data.df["sex"].to_numpy()[te],
+                          metrics=["accuracy", "tpr", "fpr", "selection_rate"])
+        assert res.metrics["gap_rms_by_sex"] == by_sex["gap_rms"]
+        assert res.metrics["tpr_difference_by_sex"] == by_sex["tpr_difference"]
+        assert res.metrics["gap_rms"] <= res.metrics["equalized_odds_difference"] + 1e-15
         if ln.label == "BuDRO":
             est = res.model.named_steps["learner"].est
             assert est.candidates_ == "all" and len(est.history_["robust_loss"]) == 3
@@ -91,6 +108,27 @@ def test_compas_config_wiring_runs_one_cheap_cell(mirror, tmp_path):
             Z = est.fair_metric_.project(np.eye(7))
             for c in ("race", "sex"):  # indicator directions are projected out
                 assert np.allclose(Z[data.features.index(c)], 0.0, atol=1e-10)
+
+
+def test_extra_groups_must_name_a_usable_column(mirror, tmp_path):
+    """A misnamed, partially missing or constant extra_groups column is a ConfigError naming it, raised
+    before any cell runs."""
+    import pytest
+
+    from fairmiss import pipeline
+    from fairmiss.config import ConfigError
+
+    cfg = load_config(COMPAS, quick=True)
+    data = pipeline.prepare(cfg.dataset, raw_dir=mirror, processed_dir=tmp_path)
+    pipeline.check_extra_groups(cfg, data)  # sex: fine
+    with pytest.raises(ConfigError, match="'gender' is not a column of the processed compas_004"):
+        pipeline.check_extra_groups(cfg.model_copy(update={"extra_groups": ["gender"]}), data)
+    with pytest.raises(ConfigError, match="'race' is the dataset's group"):
+        pipeline.check_extra_groups(cfg.model_copy(update={"extra_groups": ["race"]}), data)
+    holed = data.df.copy()
+    holed.loc[holed.index[:3], "sex"] = np.nan
+    with pytest.raises(ConfigError, match="column 'sex' of compas_004 has 3 missing values"):
+        pipeline.check_extra_groups(cfg, dataclasses.replace(data, df=holed))
 
 
 def test_compas_quick_study_end_to_end(mirror, tmp_path):
@@ -116,3 +154,6 @@ def test_compas_quick_study_end_to_end(mirror, tmp_path):
     assert 0.55 < bud["accuracy_mean"] < base["accuracy_mean"] + 0.02
     table = (res / "paper_vs_ours.csv").read_text()
     assert "consistency_gender" in table and "0.652" in table
+    assert "gap_rms_by_sex" in table and bud["gap_rms_by_sex_mean"] is not None  # Table 9's gender columns
+    cells = (res / "cells.csv").read_text().splitlines()[0].split(",")
+    assert {"gap_rms", "equalized_odds_difference_by_sex", "consistency_race"} <= set(cells)

@@ -505,6 +505,11 @@ class ExperimentConfig(_Strict):
     #: counterfactual consistency metrics (paper 004): name -> feature columns to flip; one column is
     #: a binary attribute (0 <-> 1), several are a one-hot block (every level tried)
     consistency: dict[str, list[str]] = Field(default_factory=dict)
+    #: further protected attributes to report gaps for (columns of the processed data, e.g. ``sex`` where the
+    #: group is race): per cell ``<gap>_by_<column>`` for the TPR/FPR/selection-rate/accuracy differences,
+    #: equalized odds (paper 004's GAPMax) and ``gap_rms`` (GAPRMS). The dataset's group stays the one the
+    #: learners are made fair for; these only measure.
+    extra_groups: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _compatible(self):

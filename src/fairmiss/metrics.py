@@ -177,13 +177,7 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
             by.append(v)
         by = np.array(by)
         out["auc_difference"] = float(np.nanmax(by) - np.nanmin(by)) if np.isfinite(by).any() else float("nan")
-    out["equalized_odds_difference"] = float(np.max([out["tpr_difference"], out["fpr_difference"]]))
-    out["equalized_odds_sum"] = float(out["tpr_difference"] + out["fpr_difference"])
-    out["demographic_parity_difference"] = out["selection_rate_difference"]
-    nan = [k for k, v in out.items() if isinstance(v, float) and np.isnan(v)]
-    if nan:
-        logger.warning("undefined metrics (empty or single-class group): %s", nan[:10])
-    return out
+    return _derived(out)
 
 
 def evaluate_reference(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, float]:
@@ -222,8 +216,20 @@ def evaluate_reference(y_true, y_pred, group, *, y_score=None, metrics=None) -> 
         for g, v in mfa.by_group["auc"].items():
             out[f"auc_group_{g}"] = float(v)
         out["auc_difference"] = float(mfa.difference(method="between_groups")["auc"])
-    out["equalized_odds_difference"] = float(np.max([out["tpr_difference"], out["fpr_difference"]]))
-    out["equalized_odds_sum"] = float(out["tpr_difference"] + out["fpr_difference"])
+    return _derived(out)
+
+
+def _derived(out: dict[str, float]) -> dict[str, float]:
+    """The gaps both :func:`evaluate` and :func:`evaluate_reference` derive from the per-metric differences.
+
+    ``gap_rms`` is paper 004's GAPRMS (De-Arteaga et al. 2019, spec 004 §2.3): ``sqrt(mean_y Gap_y²)`` over
+    the two classes, ``Gap_1`` the TPR difference and ``Gap_0`` the TNR difference (= the FPR difference);
+    its GAPMax is ``equalized_odds_difference``. With more than two groups each gap is max − min.
+    """
+    tpr, fpr = out["tpr_difference"], out["fpr_difference"]
+    out["equalized_odds_difference"] = float(np.max([tpr, fpr]))
+    out["equalized_odds_sum"] = float(tpr + fpr)
+    out["gap_rms"] = float(np.sqrt((tpr**2 + fpr**2) / 2.0))
     out["demographic_parity_difference"] = out["selection_rate_difference"]
     nan = [k for k, v in out.items() if isinstance(v, float) and np.isnan(v)]
     if nan:

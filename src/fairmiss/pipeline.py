@@ -38,8 +38,13 @@ logger = logging.getLogger(__name__)
 
 SUMMARY_METRICS = (
     "accuracy", "balanced_accuracy", "auc", "fnr_difference", "fpr_difference", "tpr_difference",
-    "equalized_odds_difference", "demographic_parity_difference", "accuracy_difference",
+    "equalized_odds_difference", "demographic_parity_difference", "accuracy_difference", "gap_rms",
 )
+
+
+def _extra_keys(results) -> list[str]:
+    """Per-run metric keys summarised beside :data:`SUMMARY_METRICS`: consistencies and extra-group gaps."""
+    return sorted({k for r in results for k in r.metrics if k.startswith("consistency_") or "_by_" in k})
 
 
 def dataset_card(variant, df: pd.DataFrame, info: dict) -> str:
@@ -361,6 +366,7 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         score = learner.score(Xte, s[te])
         res.metrics = evaluate(y[te], pred, s[te], y_score=score, metrics=cfg.metrics)
         res.metrics.update(consistency_metrics(cfg, data, learner, Xte, imputer, X[te], s[te], pred))
+        res.metrics.update(extra_group_metrics(cfg, data, te, y[te], pred))
         res.metrics["n_train"] = float(len(tr))
         res.metrics["n_test"] = float(len(te))
         res.confusion = group_confusion_matrices(y[te], pred, s[te])
@@ -454,6 +460,38 @@ def imputation_diagnostics(cell: Cell, data: Processed, split: SplitData, impute
     return metrics, tables
 
 
+EXTRA_GROUP_GAPS = ("tpr_difference", "fpr_difference", "selection_rate_difference", "accuracy_difference",
+                    "equalized_odds_difference", "gap_rms")
+
+
+def check_extra_groups(cfg: ExperimentConfig, data: Processed) -> None:
+    """``extra_groups`` must name columns of the processed data with no missing value and at least two
+    values; raises :class:`~fairmiss.config.ConfigError` naming the column (checked before any cell runs)."""
+    from fairmiss.config import ConfigError
+
+    for col in cfg.extra_groups:
+        if col == data.group:
+            raise ConfigError(f"extra_groups: '{col}' is the dataset's group already")
+        if col not in data.df.columns:
+            raise ConfigError(f"extra_groups: '{col}' is not a column of the processed {data.dataset} data; "
+                              f"columns: {sorted(map(str, data.df.columns))}")
+        v = data.df[col]
+        if v.isna().any():
+            raise ConfigError(f"extra_groups: column '{col}' of {data.dataset} has {int(v.isna().sum())} missing "
+                              "values; a protected attribute used for gaps must be fully observed")
+        if v.nunique() < 2:
+            raise ConfigError(f"extra_groups: column '{col}' of {data.dataset} has a single value")
+
+
+def extra_group_metrics(cfg, data, te, y_te, pred) -> dict:
+    """Gaps against each of ``cfg.extra_groups`` on the test rows: ``<gap>_by_<column>``."""
+    out = {}
+    for col in cfg.extra_groups:
+        m = evaluate(y_te, pred, data.df[col].to_numpy()[te], metrics=["accuracy", "fpr", "tpr", "selection_rate"])
+        out.update({f"{k}_by_{col}": m[k] for k in EXTRA_GROUP_GAPS})
+    return out
+
+
 def consistency_metrics(cfg, data, learner, Xte_model, imputer, Xte_raw, s_te, pred) -> dict:
     """Counterfactual consistency (paper 004): share of test rows whose prediction is unchanged on
     every counterfactual copy (binary column flipped / every level of a one-hot block)."""
@@ -490,7 +528,7 @@ def reused_result(cell: Cell, params: dict, metrics: dict, run_id: str) -> CellR
 
 def summarise(results: list[CellResult]) -> dict:
     """Per missingness × method: mean and standard error over splits of the headline metrics."""
-    keys = list(SUMMARY_METRICS) + sorted({k for r in results for k in r.metrics if k.startswith("consistency_")})
+    keys = list(SUMMARY_METRICS) + _extra_keys(results)
     rows = [
         {"missingness": r.missingness, "method": r.method, **{k: r.metrics.get(k, math.nan) for k in keys}}
         for r in results if r.status == "ok"
@@ -511,9 +549,10 @@ def summarise(results: list[CellResult]) -> dict:
 
 
 def cells_table(results: list[CellResult]) -> pd.DataFrame:
+    keys = list(SUMMARY_METRICS) + _extra_keys(results)
     return pd.DataFrame([
         {"key": r.key, "split": r.split_index, "missingness": r.missingness, "imputer": r.imputer,
-         "learner": r.learner, "status": r.status, **{k: r.metrics.get(k) for k in SUMMARY_METRICS}}
+         "learner": r.learner, "status": r.status, **{k: r.metrics.get(k) for k in keys}}
         for r in results
     ])
 
