@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from prefect import flow, get_run_logger
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
 from fairmiss import pipeline
 from fairmiss.config import ExperimentConfig, load_config, missingness_label
@@ -36,6 +36,8 @@ def _task_runner(cfg: ExperimentConfig):
             return DaskTaskRunner(address=cfg.execution.dask_address)
         return DaskTaskRunner(cluster_kwargs={"n_workers": cfg.execution.max_workers, "threads_per_worker": 1,
                                               "processes": True, "dashboard_address": None})
+    if cfg.execution.task_runner == "process":
+        return ProcessPoolTaskRunner(max_workers=cfg.execution.max_workers)
     return ThreadPoolTaskRunner(max_workers=cfg.execution.max_workers)
 
 

@@ -455,7 +455,11 @@ class ExecutionSpec(_Strict):
     #: reuse cells already FINISHED in the tracking store under the same fingerprint (config, raw
     #: data, code commit): a crashed or interrupted sweep resumes where it stopped
     resume: bool = True
-    task_runner: Literal["thread", "dask"] = "thread"
+    #: ``thread``: Prefect's thread pool (cheap; parallel only where the learner releases the GIL — numpy,
+    #: BLAS, XGBoost, HiGHS); ``process``: Prefect's process pool (every cell in its own worker process —
+    #: true parallelism for Python-heavy learners such as the Fair MIP local search or Zafar, at the cost
+    #: of pickling each cell's inputs); ``dask``: a Dask cluster (local, or ``dask_address``).
+    task_runner: Literal["thread", "process", "dask"] = "thread"
     dask_address: str | None = None
 
 
