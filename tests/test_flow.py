@@ -107,12 +107,13 @@ def test_runs_visible_through_mlflow_server_rest_api(flow_run):
 
 
 def test_same_config_same_metrics(flow_run, tmp_path):
-    """Recomputed from scratch (resume off, fresh store): byte-identical metrics."""
+    """Recomputed from scratch (resume off, fresh store) in worker processes (``task_runner: process``) instead of
+    threads: byte-identical metrics."""
     import yaml
 
     tmp, cfg, out = flow_run
     d = yaml.safe_load(cfg.read_text())
-    d["execution"] = {"max_workers": 2, "resume": False}
+    d["execution"] = {"max_workers": 2, "resume": False, "task_runner": "process"}
     d["tracking"] = {"uri": f"sqlite:///{tmp_path / 'other.db'}"}
     cfg2 = tmp_path / "again.yaml"
     cfg2.write_text(yaml.safe_dump(d))
