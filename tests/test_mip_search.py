@@ -293,3 +293,26 @@ def test_config_accepts_search_and_solver_free():
     assert spec.warm_start == "search" and spec.time_limit == 0
     with pytest.raises(ValueError):
         FairMIPForestSpec(time_limit=-1)
+
+
+def test_threshold_cap_limits_the_candidates_of_continuous_features():
+    """``max_thresholds`` keeps at most that many observed values per feature (evenly spaced in rank, the largest
+    kept so "everything observed goes left" stays a candidate); the capped search still returns a tree whose
+    recomputed objective is its own, and no cap (None) keeps every value."""
+    rng = np.random.default_rng(5)
+    n = 150
+    X = rng.random((n, 3))  # continuous: one distinct value per row
+    s = rng.integers(0, 2, n)
+    y = ((X[:, 0] + 0.3 * s + rng.normal(scale=0.2, size=n)) > 0.7).astype(int)
+    X[rng.random((n, 3)) < 0.1] = np.nan
+    batch = prepare_batch(X, y, s)
+    full = _Search(batch, 3, 0.5, "fnr", 1.0, "majority", EPS)
+    capped = _Search(batch, 3, 0.5, "fnr", 1.0, "majority", EPS, max_thresholds=8)
+    per_feature = lambda S: np.bincount([j for j, _, _ in S.meta], minlength=3)  # noqa: E731
+    assert (per_feature(full) > 2 * 100).all()  # ~2 x (observed values + 1)
+    assert (per_feature(capped) <= 2 * (8 + 1)).all()
+    for j in range(3):
+        qs = {q for jj, q, _ in capped.meta if jj == j}
+        assert np.nanmax(batch.a[~batch.m[:, j].astype(bool), j]) in qs
+    res = search_tree(batch, depth=3, lambda_=0.5, fairness="fnr", eps_split=EPS, n_restarts=4, max_thresholds=8)
+    assert res.objective == pytest.approx(tree_objective(res.tree, batch, lambda_=0.5, fairness="fnr"), abs=1e-12)

@@ -99,7 +99,8 @@ class SearchResult:
 class _Search:
     """State shared by the moves: candidate masks, per-row cell weights, objective pieces."""
 
-    def __init__(self, batch: BatchData, depth, lambda_, fairness, eo_weight, label_rule, eps_split):
+    def __init__(self, batch: BatchData, depth, lambda_, fairness, eo_weight, label_rule, eps_split,
+                 max_thresholds=None):
         if fairness not in FAIRNESS_OPTIONS:
             raise ValueError(f"fairness must be one of {FAIRNESS_OPTIONS}, got {fairness!r}")
         if label_rule not in ("majority", "free"):
@@ -111,6 +112,7 @@ class _Search:
         self.V, self.L = self.ti.n_nodes, self.ti.n_leaves
         self.free = label_rule == "free"
         self.eps = float(eps_split)
+        self.max_thresholds = None if max_thresholds is None else int(max_thresholds)
         self.n = float(batch.n)
         y, s, k = batch.y.astype(np.int64), batch.s.astype(np.int64), batch.k.astype(float)
         cell = 2 * y + s  # 0: (y0,s0) 1: (y0,s1) 2: (y1,s0) 3: (y1,s1)
@@ -147,6 +149,11 @@ class _Search:
         for j in range(a.shape[1]):
             obs = ~m[:, j]
             vals = np.unique(a[obs, j])
+            if self.max_thresholds is not None and vals.size > self.max_thresholds:
+                # observed values evenly spaced in rank (the largest always kept: "all observed go left"):
+                # the subtree move is O(C^2) in the number of candidates C, so a continuous feature with
+                # one threshold per row (HSLS: 400 rows x 9 features) would cost gigabytes per move
+                vals = vals[np.unique(np.linspace(0, vals.size - 1, self.max_thresholds).round().astype(int))]
             for q in np.concatenate([[-self.eps], vals]):
                 base = obs & (a[:, j] <= q)
                 for c in (True, False):
@@ -440,6 +447,7 @@ def search_tree(
     n_restarts: int = 50,
     seed: int = 0,
     max_sweeps: int = 50,
+    max_thresholds: int | None = None,
 ) -> SearchResult:
     """Local search for a depth-D fair MIA tree minimising :func:`tree_objective` on ``batch``.
 
@@ -464,6 +472,11 @@ def search_tree(
         Seeds the perturbations (the result is a deterministic function of the inputs).
     max_sweeps : int
         Cap on local-search sweeps per start.
+    max_thresholds : int or None
+        Per feature, at most this many candidate thresholds (observed values evenly spaced in rank, the
+        largest kept); ``None``: every observed value. Trees from ``starts`` keep their own thresholds.
+        The subtree move costs O(C²) memory and time in the number of distinct candidate splits C, so
+        continuous features with one value per batch row need a cap (HSLS, batch 400).
 
     Returns
     -------
@@ -471,7 +484,7 @@ def search_tree(
         Never worse than any start (each start is itself a local-search starting point).
     """
     t0 = time.perf_counter()
-    S = _Search(batch, depth, lambda_, fairness, eo_weight, label_rule, eps_split)
+    S = _Search(batch, depth, lambda_, fairness, eo_weight, label_rule, eps_split, max_thresholds)
     rng = np.random.default_rng(seed)
     start_cands = [("greedy", S.greedy())] + [(f"start{i}", S.from_tree(t)) for i, t in enumerate(starts)]
     best = None
