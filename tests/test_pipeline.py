@@ -241,3 +241,27 @@ def test_validation_receipt_skips_the_gate_only_for_the_same_table_and_suite(tmp
     assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc, docs_dir=docs).info["validation_reused"] is False
     assert (docs / "index.html").exists()
     assert pipeline.prepare(cfg.dataset, raw_dir=raw, processed_dir=proc, docs_dir=docs).info["validation_reused"] is True
+
+
+def test_cell_cache_key_covers_what_the_cell_computes(tmp_path):
+    """The key changes with what a cell computes (metrics, consistency, extra_groups, data, code) and not with
+    sweep-level settings that leave the cell alone (number of splits, experiment name, execution)."""
+    from conftest import small_config
+
+    from fairmiss.config import load_config
+
+    cfg = load_config(small_config(tmp_path))
+    cell = cfg.cells()[0]
+
+    def key(c, data="d", code="c"):
+        return pipeline.cell_cache_key(c, cell, data_hash=data, code_version=code)
+
+    base = key(cfg)
+    same = [cfg.model_copy(update={"split": cfg.split.model_copy(update={"n_splits": 7})}),
+            cfg.model_copy(update={"experiment": "other"}),
+            cfg.model_copy(update={"execution": cfg.execution.model_copy(update={"max_workers": 1})})]
+    assert all(key(c) == base for c in same)
+    changed = [cfg.model_copy(update={"extra_groups": ["sex"]}), cfg.model_copy(update={"metrics": ["accuracy"]}),
+               cfg.model_copy(update={"consistency": {"gender": ["sex"]}})]
+    keys = {key(c) for c in changed} | {key(cfg, data="e"), key(cfg, code="x")}
+    assert base not in keys and len(keys) == 5

@@ -252,8 +252,8 @@ def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
 
 def cell_cache_key(cfg: ExperimentConfig, cell: Cell, *, data_hash: str, code_version: str) -> str:
     """What a cell's result depends on, hashed: its own config (root seed, dataset options, split
-    settings, missingness / imputer / learner specs — :func:`cell_params`), the metrics it computes,
-    the processed data's content hash and the code version. Never the DataFrames themselves.
+    settings, missingness / imputer / learner specs — :func:`cell_params`), the metrics it computes
+    (``metrics``, ``consistency``, ``extra_groups``), the processed data's content hash and the code version. Never the DataFrames themselves.
 
     A re-run reuses every cell whose key matches a FINISHED run in the tracking store, so editing a
     sweep (adding a learner, a split, a missingness spec) recomputes only the new cells, and a crashed
@@ -263,7 +263,7 @@ def cell_cache_key(cfg: ExperimentConfig, cell: Cell, *, data_hash: str, code_ve
 
     p = {k: v for k, v in cell_params(cfg, cell).items() if k != "experiment"}
     return stable_hash({"cell": p, "metrics": list(cfg.metrics), "consistency": cfg.consistency,
-                        "data": data_hash, "code": code_version}, length=24)
+                        "extra_groups": list(cfg.extra_groups), "data": data_hash, "code": code_version}, length=24)
 
 
 def _flatten(d, prefix=""):
