@@ -3,7 +3,7 @@
 Adult ``adult_004`` (45,222 rows, 41 features incl. gender and race), one 80/20 split
 (36,177 training rows, as the paper). Every run is a fresh subprocess, so that its peak RSS
 (``resource.getrusage``, which also sees XGBoost's C++ heap, unlike tracemalloc) is its own;
-one thread everywhere (OMP/OPENBLAS_NUM_THREADS=1, XGBoost ``nthread=1`` in both arms).
+one thread by default (OMP/OPENBLAS_NUM_THREADS, XGBoost ``nthread`` = ``BUDRO_BENCH_THREADS`` in both arms).
 The machine is shared and noisy, so the configurations are run **interleaved**
 (xgb, budro, ..., xgb, budro, ... for ``BUDRO_BENCH_REPEATS`` rounds) and the ratio reported
 is the median over repeats of ``fit time / the xgb_plain fit time of the same repeat``,
@@ -19,6 +19,7 @@ other jobs on the machine).
   the 2n-row augmented data (``_aug``). Methods: ``greedy`` and ``dual`` (exact on the
   support, vectorised uniform-width path), ``dual_sgd`` (Algorithm 2, approximate).
 
+``BUDRO_BENCH_THREADS`` (default 1) sets the BLAS and XGBoost threads of both arms (the machine has 2 cores).
 ``ROUNDS`` defaults to the paper's 180 steps (env ``BUDRO_BENCH_ROUNDS``); configurations via
 ``BUDRO_BENCH_CONFIGS`` (comma separated). Writes ``bench/results/budro.json`` and
 ``bench/results/budro.md`` (the markdown keeps the hand-written sections after the
@@ -40,8 +41,9 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+THREADS = int(os.environ.get("BUDRO_BENCH_THREADS", "1"))  # BLAS + XGBoost threads, both arms
+os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", str(THREADS))
 
 import numpy as np  # noqa: E402
 
@@ -86,7 +88,7 @@ def _run(config: str, q):
     out = {"config": config, "n_train": n, "n_features": Xtr.shape[1]}
     t0, c0 = time.perf_counter(), time.process_time()
     if config == "xgb_plain":
-        params = {"objective": "binary:logistic", "tree_method": "hist", "nthread": 1, "seed": SEED,
+        params = {"objective": "binary:logistic", "tree_method": "hist", "nthread": THREADS, "seed": SEED,
                   "max_depth": p["max_depth"], "lambda": p["reg_lambda"], "min_child_weight": p["min_child_weight"],
                   "eta": p["learning_rate"], "scale_pos_weight": p["scale_pos_weight"], "base_score": 0.5}
         booster = xgb.train(params, xgb.QuantileDMatrix(Xtr.to_numpy(np.float64), label=ytr), ROUNDS + 1)
@@ -100,7 +102,7 @@ def _run(config: str, q):
         if method.endswith("_aug"):
             method, mode = method[:-4], "augmented"
         clf = BuDROClassifier(eps=EPS, n_estimators=ROUNDS, ot_method=method, candidates="knn", n_neighbors=32,
-                              xgb_mode=mode, random_state=SEED, **p)
+                              xgb_mode=mode, random_state=SEED, n_jobs=THREADS, **p)
         clf.fit(Xtr, ytr, protected_columns=["gender", "race"], protected_target="gender")
         out["fit_seconds"], out["fit_cpu_seconds"] = time.perf_counter() - t0, time.process_time() - c0
         h = clf.history_
@@ -146,7 +148,7 @@ def _approx(config: str, q):
     p = _tree_params(n, ytr)
     X = Xtr.to_numpy(np.float64)
     fm = FairMetric().fit(Xtr, protected_columns=["gender", "race"], protected_target="gender")
-    params = {"objective": "binary:logistic", "tree_method": "hist", "nthread": 1, "seed": SEED,
+    params = {"objective": "binary:logistic", "tree_method": "hist", "nthread": THREADS, "seed": SEED,
               "max_depth": p["max_depth"], "lambda": p["reg_lambda"], "min_child_weight": p["min_child_weight"],
               "eta": p["learning_rate"], "scale_pos_weight": p["scale_pos_weight"], "base_score": 0.5}
     booster = xgb.train(params, xgb.QuantileDMatrix(X, label=ytr), ROUNDS + 1)
@@ -207,19 +209,21 @@ def main():
                    peak_rss_mb_max=max(r["peak_rss_mb"] for r in rs), repeats=len(rs))
         results[c] = agg
     meta = {"rounds": ROUNDS, "paper_rounds": 180, "eps": EPS, "n_neighbors": 32, "seed": SEED, "repeats": REPEATS,
-            "threads": 1, "python": sys.version.split()[0], "platform": platform.platform(),
+            "threads": THREADS, "python": sys.version.split()[0], "platform": platform.platform(),
             "cpu_count": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
             "goal": "BuDRO <= 3x plain XGBoost time, peak < 4 GB"}
-    (OUT / "budro.json").write_text(json.dumps({"meta": meta, "results": results, "runs": runs, "approx": approx}, indent=2))
+    stem = "budro" if THREADS == 1 else f"budro_threads{THREADS}"  # the 1-thread file keeps its name
+    (OUT / f"{stem}.json").write_text(json.dumps({"meta": meta, "results": results, "runs": runs, "approx": approx}, indent=2))
     lines = [
         "# BuDRO vs plain XGBoost on Adult (paper 004, issues 9 and H)", "",
         f"Adult `adult_004`, one 80/20 split ({results['xgb_plain']['n_train']} training rows, "
         f"{results['xgb_plain']['n_features']} features), Table 6 tree parameters, eps = {EPS}, "
-        f"{ROUNDS} BuDRO steps + f0 vs {ROUNDS + 1} XGBoost rounds (paper: 180), 1 thread (BLAS and XGBoost), "
+        f"{ROUNDS} BuDRO steps + f0 vs {ROUNDS + 1} XGBoost rounds (paper: 180), {THREADS} thread(s) (BLAS and XGBoost), "
         f"every run in its own process, {REPEATS} interleaved repeats, medians "
         f"(load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores). "
         "Support: 32 fair-metric nearest neighbours.", "",
-        "Command: `FAIRMISS_DATA_MIRROR=/work/shared/data/raw OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "
+        f"Command: `FAIRMISS_DATA_MIRROR=/work/shared/data/raw BUDRO_BENCH_THREADS={THREADS} "
+        f"BUDRO_BENCH_REPEATS={REPEATS} BUDRO_BENCH_CONFIGS={','.join(configs)} BUDRO_BENCH_APPROX_N={APPROX_N} "
         ".venv/bin/python bench/bench_budro.py`", "",
         "<!-- generated -->",
         "| config | xgb_mode | fit s (wall) | ratio wall (median) | ratio CPU (median) | kNN s | OT s | boost s "
@@ -251,11 +255,11 @@ def main():
                          f"| {a['rel_err_robust']:.2e} | {a['rel_err_gap']:.2e} | {a['eta_exact']:.4g} / {a['eta_knn']:.4g} "
                          f"| {a['uncertified_columns']} |")
         lines.append("")
-    md = OUT / "budro.md"
+    md = OUT / f"{stem}.md"
     tail = ""
     if md.exists() and "<!-- notes -->" in md.read_text():
         tail = md.read_text().split("<!-- notes -->", 1)[1]
-    (OUT / "budro.md").write_text("\n".join(lines) + "\n<!-- notes -->" + tail)
+    md.write_text("\n".join(lines) + "\n<!-- notes -->" + tail)
     logger.info("wrote %s", OUT / "budro.md")
 
 
