@@ -21,7 +21,7 @@ other jobs on the machine).
 
 ``BUDRO_BENCH_THREADS`` (default 1) sets the BLAS and XGBoost threads of both arms (the machine has 2 cores).
 ``ROUNDS`` defaults to the paper's 180 steps (env ``BUDRO_BENCH_ROUNDS``); configurations via
-``BUDRO_BENCH_CONFIGS`` (comma separated). Writes ``bench/results/budro.json`` and
+``BUDRO_BENCH_CONFIGS`` (comma separated), output stem via ``BUDRO_BENCH_OUT``. Writes ``bench/results/budro.json`` and
 ``bench/results/budro.md`` (the markdown keeps the hand-written sections after the
 ``<!-- generated -->`` table). Run::
 
@@ -212,7 +212,7 @@ def main():
             "threads": THREADS, "python": sys.version.split()[0], "platform": platform.platform(),
             "cpu_count": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
             "goal": "BuDRO <= 3x plain XGBoost time, peak < 4 GB"}
-    stem = "budro" if THREADS == 1 else f"budro_threads{THREADS}"  # the 1-thread file keeps its name
+    stem = os.environ.get("BUDRO_BENCH_OUT") or ("budro" if THREADS == 1 else f"budro_threads{THREADS}")
     (OUT / f"{stem}.json").write_text(json.dumps({"meta": meta, "results": results, "runs": runs, "approx": approx}, indent=2))
     lines = [
         "# BuDRO vs plain XGBoost on Adult (paper 004, issues 9 and H)", "",
@@ -223,6 +223,7 @@ def main():
         f"(load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores). "
         "Support: 32 fair-metric nearest neighbours.", "",
         f"Command: `FAIRMISS_DATA_MIRROR=/work/shared/data/raw BUDRO_BENCH_THREADS={THREADS} "
+        + (f"BUDRO_BENCH_OUT={stem} " if os.environ.get("BUDRO_BENCH_OUT") else "") +
         f"BUDRO_BENCH_REPEATS={REPEATS} BUDRO_BENCH_CONFIGS={','.join(configs)} BUDRO_BENCH_APPROX_N={APPROX_N} "
         ".venv/bin/python bench/bench_budro.py`", "",
         "<!-- generated -->",
@@ -260,7 +261,7 @@ def main():
     if md.exists() and "<!-- notes -->" in md.read_text():
         tail = md.read_text().split("<!-- notes -->", 1)[1]
     md.write_text("\n".join(lines) + "\n<!-- notes -->" + tail)
-    logger.info("wrote %s", OUT / "budro.md")
+    logger.info("wrote %s", md)
 
 
 if __name__ == "__main__":

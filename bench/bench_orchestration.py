@@ -89,29 +89,51 @@ def run_flow(cfg: Path, tmp: Path, env=None, *, force: bool = False) -> float:
     return float([ln for ln in r.stdout.splitlines() if ln.startswith("ELAPSED")][-1].split()[1])
 
 
-def run_direct(cfg: Path, tmp: Path) -> float:
-    code = f"""
+def _direct_code(cfg: Path, processed: Path, part: int = 0, parts: int = 1) -> str:
+    """Library-only cells ``part::parts`` of the grid (no Prefect, no MLflow); prints the wall-clock
+    start (after imports) and end as epoch seconds, and the elapsed time."""
+    return f"""
 import time
 from pathlib import Path
 from fairmiss import pipeline
 from fairmiss.config import load_config
-t = time.perf_counter()
+t0, t = time.time(), time.perf_counter()
 cfg = load_config({str(cfg)!r})
-data = pipeline.prepare(cfg.dataset, processed_dir=Path({str(tmp / 'processed-direct')!r}))
+data = pipeline.prepare(cfg.dataset, processed_dir=Path({str(processed)!r}))
 splits = {{}}
-for cell in cfg.cells():
+for cell in list(cfg.cells())[{part}::{parts}]:
     k = cell.split_index
     if k not in splits:
         splits[k] = pipeline.make_split(cfg, data, k, cell.missingness)
     r = pipeline.fit_evaluate(cfg, cell, data, splits[k])
     assert r.status == "ok", r.error
 print("ELAPSED", time.perf_counter() - t)
+print("SPAN", t0, time.time())
 """
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=os.environ, capture_output=True, text=True,
-                       timeout=3600)
+
+
+def run_direct(cfg: Path, tmp: Path) -> float:
+    r = subprocess.run([sys.executable, "-c", _direct_code(cfg, tmp / "processed-direct")], cwd=ROOT, env=os.environ,
+                       capture_output=True, text=True, timeout=3600)
     if r.returncode != 0:
         raise RuntimeError(r.stderr[-3000:])
     return float([ln for ln in r.stdout.splitlines() if ln.startswith("ELAPSED")][-1].split()[1])
+
+
+def run_direct_parallel(cfg: Path, tmp: Path, workers: int) -> float:
+    """The machine's own ceiling for the scale-out arms: the grid's cells split round-robin over
+    ``workers`` plain processes started together (no Prefect, no Dask, no MLflow); wall time from the
+    first process's start (after imports) to the last one's end."""
+    procs = [subprocess.Popen([sys.executable, "-c", _direct_code(cfg, tmp / f"processed-direct{w}", w, workers)],
+                              cwd=ROOT, env=os.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for w in range(workers)]
+    spans = []
+    for p in procs:
+        out, err = p.communicate(timeout=3600)
+        if p.returncode != 0:
+            raise RuntimeError(err[-3000:])
+        spans.append([float(x) for x in [ln for ln in out.splitlines() if ln.startswith("SPAN")][-1].split()[1:]])
+    return max(e for _, e in spans) - min(s for s, _ in spans)
 
 
 def free_port() -> int:
@@ -196,7 +218,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu-cells", type=int, default=16, help="cells of the CPU-bound Dask grid (one per split)")
     ap.add_argument("--cpu-trees", type=int, default=1000, help="trees per random forest in the Dask grid")
     ap.add_argument("--scale-runners", default="dask,dask_existing,process",
-                    help="scale-out arms, 1 vs 2 workers each: dask (local cluster started by the flow), "
+                    help="scale-out arms, 1 vs 2 workers each: direct (the ceiling: the cells split over plain "
+                         "processes, no orchestration), dask (local cluster started by the flow), "
                          "dask_existing (a cluster started before the timed run, via dask_address), process "
                          "(Prefect's process pool)")
     ap.add_argument("--warm-existing", action="store_true",
@@ -259,6 +282,12 @@ def main(argv=None) -> int:
                         arm = f"{runner}{workers}"
                         tmp = tmp_root / f"{arm}-{rep}"
                         tmp.mkdir()
+                        if runner == "direct":  # the ceiling: plain processes, no orchestration
+                            cfg = grid_config(tmp, "cpugrid", log_models=False, learners=cpu_learners(args.cpu_trees),
+                                              n_splits=args.cpu_cells)
+                            d[arm].append(run_direct_parallel(cfg, tmp, workers))
+                            print(rep, arm, d[arm][-1], flush=True)
+                            continue
                         cluster = DaskCluster(workers, tmp) if runner == "dask_existing" else None
                         if cluster and args.warm_existing:
                             cluster.warm()
@@ -314,7 +343,8 @@ def main(argv=None) -> int:
     if "dask" in res:
         dm = res["dask"]["median"]
         what = {"dask": "Dask, local cluster started by the flow", "dask_existing": "Dask, cluster already running "
-                "(`dask_address`)", "process": "Prefect process pool (`task_runner: process`)"}
+                "(`dask_address`)", "process": "Prefect process pool (`task_runner: process`)",
+                "direct": "**ceiling**: library only, cells split over plain processes (no Prefect, Dask or MLflow)"}
         for r, sp in res["dask"]["speedup"].items():
             warm = " (workers warmed: task modules imported before timing)" if r == "dask_existing" and \
                 args.warm_existing else ""

@@ -296,10 +296,18 @@ def _knn_symmetric(A, Bt, Bs, sample, k, cbits, slack, tile: int = 1024, rows: i
     row points and (transposed) its column points, halving the BLAS work. The thresholds get a
     ``slack`` (float32 error bound) because a transposed tile rounds differently; returns
     ``(None, None)`` if some point still got fewer than ``k`` survivors (caller falls back).
-    A tile's product is computed ``rows`` rows at a time (a 1 MB block stays in L2 for the two
-    comparisons; the row split does not change the products, only which pair a tile computes)."""
+
+    The points are visited in increasing order of their threshold ``tau``, so that in an
+    off-diagonal tile every row's ``tau`` is <= every column's: a pair survives for either side
+    iff ``D <= tau_col``, and a single comparison (and a single scan of its flags) per tile finds
+    the union, split between the two sides on the few survivors (``D <= tau_row`` for the row
+    side). Keys are packed with the original point indices, so ties are broken as before.
+    A tile's product is computed ``rows`` rows at a time (a 1 MB block stays in L2 for the
+    comparison; the row split does not change the products, only which pair a tile computes)."""
     n = A.shape[0]
     tau = _thresholds(A, Bs, sample, k) + slack
+    perm = np.argsort(tau, kind="stable")
+    A, Bt, tau = A[perm], np.ascontiguousarray(Bt[:, perm]), tau[perm]
     keys = []
     dbuf = np.empty(rows * tile, dtype=A.dtype)
     mbuf = np.empty(rows * tile, dtype=bool)
@@ -314,17 +322,19 @@ def _knn_symmetric(A, Bt, Bs, sample, k, cbits, slack, tile: int = 1024, rows: i
                 size = (r1 - r0) * tj  # contiguous (r1 - r0, tj) views of the buffers
                 D = np.matmul(A[r0:r1], Bj, out=dbuf[:size].reshape(r1 - r0, tj))
                 M = mbuf[:size].reshape(r1 - r0, tj)
-                if i0 == j0:
+                if i0 == j0:  # the full square: the row side covers both orientations
                     d = np.arange(r1 - r0)
                     D[d, d + (r0 - j0)] = np.inf  # home is added separately
-                Dr = D.ravel()
-                f = np.flatnonzero(np.less_equal(D, tau[r0:r1, None], out=M))
-                q, c = np.divmod(f, tj)
-                keys.append(_pack(r0 + q, np.take(Dr, f, mode="clip"), j0 + c, cbits))
-                if i0 != j0:
-                    f = np.flatnonzero(np.less_equal(D, tJ, out=M))
+                    f = np.flatnonzero(np.less_equal(D, tau[r0:r1, None], out=M))
                     q, c = np.divmod(f, tj)
-                    keys.append(_pack(j0 + c, np.take(Dr, f, mode="clip"), r0 + q, cbits))
+                    keys.append(_pack(perm[r0 + q], np.take(D.ravel(), f, mode="clip"), perm[j0 + c], cbits))
+                    continue
+                f = np.flatnonzero(np.less_equal(D, tJ, out=M))  # tau_row <= tau_col: the union
+                v = np.take(D.ravel(), f, mode="clip")
+                q, c = np.divmod(f, tj)
+                keys.append(_pack(perm[j0 + c], v, perm[r0 + q], cbits))  # column side: all of them
+                rs = np.flatnonzero(v <= tau[r0 + q])
+                keys.append(_pack(perm[r0 + q[rs]], v[rs], perm[j0 + c[rs]], cbits))
     return _first_k(np.concatenate(keys), n, k, cbits, 32 + cbits)  # (None, None) if a row has < k keys
 
 
