@@ -43,4 +43,5 @@ def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int
 
 @task(name="impute-train-evaluate", cache_policy=NO_CACHE)
 def fit_evaluate_task(cfg, cell, data, split, threads: int = 1) -> pipeline.CellResult:
-    return pipeline.fit_evaluate(cfg, cell, data, split, threads=threads)
+    # the model travels back to the flow (pickled under Dask / process runners) only if it is logged
+    return pipeline.fit_evaluate(cfg, cell, data, split, threads=threads, keep_model=cfg.tracking.log_models)

@@ -265,3 +265,20 @@ def test_cell_cache_key_covers_what_the_cell_computes(tmp_path):
                cfg.model_copy(update={"consistency": {"gender": ["sex"]}})]
     keys = {key(c) for c in changed} | {key(cfg, data="e"), key(cfg, code="x")}
     assert base not in keys and len(keys) == 5
+
+
+def test_keep_model_false_drops_only_the_model(data):
+    """The flow passes tracking.log_models as keep_model: without it the result carries no fitted model
+    (nothing large to pickle back from a Dask / process worker) and the same metrics and artifacts."""
+    import pickle
+
+    c = parse_config({**BASE, "imputers": [{"kind": "mean"}],
+                      "learners": [{"kind": "random_forest", "n_estimators": 200}]})
+    cell = next(iter(c.cells()))
+    sp = pipeline.make_split(c, data, cell.split_index, cell.missingness)
+    full = pipeline.fit_evaluate(c, cell, data, sp)
+    lean = pipeline.fit_evaluate(c, cell, data, sp, keep_model=False)
+    assert full.status == lean.status == "ok"
+    assert full.model is not None and lean.model is None
+    assert full.metrics == lean.metrics and full.confusion == lean.confusion
+    assert len(pickle.dumps(lean)) * 10 < len(pickle.dumps(full))

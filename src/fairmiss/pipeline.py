@@ -314,8 +314,14 @@ def _shared_imputation(cell: Cell, data: Processed, split: SplitData, seed: int,
     return imp, a.copy(), b.copy()
 
 
-def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: SplitData, *, threads: int = 1) -> CellResult:
-    """Impute (fit on train only) → train → evaluate on test. Failures are captured, not raised."""
+def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: SplitData, *, threads: int = 1,
+                 keep_model: bool = True) -> CellResult:
+    """Impute (fit on train only) → train → evaluate on test. Failures are captured, not raised.
+
+    ``keep_model=False`` leaves ``result.model`` empty: the flow passes ``tracking.log_models`` here,
+    because a result crosses a process boundary under the Dask and process task runners and a fitted
+    model can dwarf everything else in it (a 6000-tree random forest on COMPAS pickles to hundreds of MB).
+    """
     res = CellResult(
         key=cell.key, method=cell.method, split_index=cell.split_index,
         missingness=split.missingness, imputer=cell.imputer.label, learner=cell.learner.label,
@@ -373,7 +379,8 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         # the logged model maps raw features to predictions; with a per-group imputer or a learner
         # that needs the group at predict time, only the learner is logged (the group is data)
         steps = ([("impute", imputer)] if imputer is not None and not group_kw else []) + [("learner", learner.estimator)]
-        res.model = Pipeline(steps) if not learner.needs_sensitive_predict else learner.estimator
+        if keep_model:
+            res.model = Pipeline(steps) if not learner.needs_sensitive_predict else learner.estimator
         t4 = time.perf_counter()
         diag, tables = imputation_diagnostics(cell, data, split, imputer, learner, Xte, group_kw, pred)
         res.metrics.update(diag)
