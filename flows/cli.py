@@ -30,12 +30,33 @@ USER_ERRORS = (ConfigError, DatasetError, ChecksumError, RawDataMissingError, Da
                MissingnessError, FileNotFoundError)
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def run_guarded(fn) -> int:
+    """Run a command's flow: user errors print one line and exit 2.
+
+    SIGTERM exits through ``SystemExit(143)`` rather than the default action, so that exit handlers run:
+    Prefect's flow engine turns SIGTERM into a crash of the flow run and then re-delivers it to the
+    *previous* handler; with the default one the process died without running ``atexit``, which left
+    Prefect's ephemeral API server (a uvicorn subprocess) running after every ``kill`` of a study.
+    """
+    import signal
+
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    except ValueError:  # not the main thread (e.g. called from a test's worker thread)
+        pass
     try:
         fn()
     except USER_ERRORS as exc:
         print(f"fairmiss: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0
 
 

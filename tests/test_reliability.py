@@ -84,3 +84,65 @@ def test_results_do_not_depend_on_worker_count(tmp_path):
         run_experiment(cfg, results_dir=str(tmp_path / f"w{w}" / "results"), processed_dir=str(tmp_path / "processed"))
         out[w] = (tmp_path / f"w{w}" / "results" / "compas_small" / "metrics.json").read_bytes()
     assert out[1] == out[2]
+
+
+def test_sigterm_stops_a_process_pool_flow_promptly(tmp_path):
+    """SIGTERM to a flow running cells in Prefect's process pool (a scheduler or `kill` stopping a study):
+    the worker processes are terminated instead of waited for (Prefect 3.8's runner waits for running
+    tasks on exit; a Fair MIP cell takes minutes), the process exits within seconds, the parent MLflow run
+    is not left RUNNING, no cell is recorded as finished and nothing is written to the results."""
+    import psutil
+
+    cfg = small_config(tmp_path, split={"n_splits": 1}, missingness=[{"kind": "none"}], imputers=[{"kind": "mean"}],
+                       # one HiGHS solve of minutes: a single C call that Prefect's cooperative task
+                       # cancellation cannot interrupt (a random forest stops between trees on its own)
+                       learners=[{"kind": "fair_mip_forest", "name": "mip_slow", "n_trees": 1, "batch_size": 400,
+                                  "time_limit": 600, "warm_start": "none"}],
+                       execution={"max_workers": 1, "task_runner": "process"})
+    db = tmp_path / "mlruns" / "mlflow.db"
+    p = _flow(cfg, tmp_path, "a")
+    proc = psutil.Process(p.pid)
+    t0 = time.time()
+    busy = None
+    while time.time() - t0 < 300 and busy is None:  # a pool worker is computing the cell
+        assert p.poll() is None, p.stderr.read()[-3000:]
+        for child in proc.children(recursive=True):
+            try:
+                if "spawn_main" in " ".join(child.cmdline()) and child.cpu_percent(interval=0.5) > 50:
+                    busy = child
+                    break
+            except psutil.NoSuchProcess:
+                pass
+    assert busy is not None, "no busy task worker within 300 s"
+    time.sleep(10)  # past the Pyomo model build, inside the solve
+    workers = proc.children(recursive=True)
+    pool = [w for w in workers if w.pid == busy.pid or "spawn_main" in " ".join(w.cmdline())]
+    t_term = time.time()
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise AssertionError("the flow did not stop within 60 s of SIGTERM") from None
+    stopped_after = time.time() - t_term
+    assert p.returncode == 143, p.returncode  # SystemExit(128 + SIGTERM): exit handlers ran
+    assert stopped_after < 30, stopped_after
+    def alive(procs):
+        out = []
+        for w in procs:
+            try:
+                if w.is_running() and w.status() != psutil.STATUS_ZOMBIE:
+                    out.append((w.pid, " ".join(w.cmdline())[:160]))
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                pass
+        return out
+
+    assert pool and not alive(pool), alive(pool)  # the task workers are gone with the flow
+    deadline = time.time() + 30  # the ephemeral Prefect server is asked to stop at exit and follows shortly
+    while alive(workers) and time.time() < deadline:
+        time.sleep(1)
+    assert not alive(workers), alive(workers)
+    runs = _runs(db)
+    assert not [r for r in runs if r[2] == "RUNNING"], runs  # the parent ended itself (FAILED)
+    assert not [r for r in runs if r[2] == "FINISHED"], runs  # the 600-s cell never finished
+    assert not (tmp_path / "results_a" / "compas_small" / "metrics.json").exists()
