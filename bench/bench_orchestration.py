@@ -229,6 +229,8 @@ def main(argv=None) -> int:
                          "instead of the logistic regressions: overhead versus cell size")
     ap.add_argument("--grid-arms", default="direct,flow_models,flow_nomodels,flow_nomodels_server",
                     help="arms of the overhead grid (the re-run rows need flow_models)")
+    ap.add_argument("--grid-runner", default="thread", choices=["thread", "process"],
+                    help="task runner of the overhead grid's flow arms (1 worker either way)")
     ap.add_argument("--out", default="orchestration", help="results file stem under bench/results/")
     args = ap.parse_args(argv)
     tmp_root = Path(tempfile.mkdtemp(prefix="bench_orch_"))
@@ -250,7 +252,8 @@ def main(argv=None) -> int:
                 for arm in arms:
                     tmp = tmp_root / f"{arm}-{rep}"
                     tmp.mkdir()
-                    cfg = grid_config(tmp, "grid100", log_models=(arm == "flow_models"), learners=grid, n_splits=10)
+                    cfg = grid_config(tmp, "grid100", log_models=(arm == "flow_models"), learners=grid, n_splits=10,
+                                      runner=args.grid_runner)
                     if arm == "direct":
                         rows[arm].append(run_direct(cfg, tmp))
                     elif arm == "flow_nomodels_server":
@@ -323,7 +326,8 @@ def main(argv=None) -> int:
     if "grid100" in res:
         g = res["grid100"]
         cell = (f"random forests of {args.grid_trees} trees, depths 3-12" if args.grid_trees
-                 else "logistic regressions")
+                 else "logistic regressions") + ("" if args.grid_runner == "thread" else
+                                                 f"; flow arms on the `{args.grid_runner}` task runner, 1 worker")
         m = g["median"]
         table = [
             ("direct", f"| 100 cells ({cell}) called directly (library only) | {m['direct']:.1f} | 1.00 | reference |"),
