@@ -154,6 +154,79 @@ def test_moves_at_nodes_no_row_reaches():
         assert S.subtree_move(cand, 1, lab)[0] <= obj + 1e-12
 
 
+# ------------------------------------------------------------------- pruned subtree move
+def continuous_batch(seed, n=150, d=4):
+    """Continuous features (one threshold per row), 15% missing: many candidate splits."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    s = rng.integers(0, 2, n)
+    y = ((X[:, 0] + 0.6 * X[:, 1] * s + rng.normal(scale=0.3, size=n)) > 0.8).astype(int)
+    X[rng.random((n, d)) < 0.15] = np.nan
+    return prepare_batch(X, y, s)
+
+
+@pytest.mark.parametrize("rule", ["majority", "free"])
+@pytest.mark.parametrize("fairness, lam", [("fnr", 0.7), ("fpr", 3.0), ("accuracy", 0.2), ("none", 0.0),
+                                           ("fnr", 0.0)])
+def test_subtree_row_minima_equal_brute_force(rule, fairness, lam):
+    """The O(C² log C) per-split minima equal the minima of the full (a, b, b') enumeration."""
+    batch = continuous_batch(21, n=40, d=2)
+    S = _Search(batch, 2, lam, fairness, 1.0, rule, EPS)
+    rng = np.random.default_rng(0)
+    cand = rng.integers(0, S.LEFT.shape[1], size=S.V)
+    lab = rng.integers(0, 2, size=S.L) if rule == "free" else None
+    calls = []
+    real = S._subtree_row_minima
+
+    def spy(*args):
+        out = real(*args)
+        calls.append(out)
+        return out
+
+    S._subtree_row_minima = spy
+    fast_obj, fast_new, _ = S.subtree_move(cand, 0, lab)
+    assert len(calls) == 1 and calls[0] is not None
+    # brute force: for every split a, all (b, b') trees as leaf-cell counts, scored by objective_counts
+    C = S.LEFT.shape[1]
+    _, first = np.unique(S.LEFT, axis=1, return_index=True)
+    cols = np.sort(first)
+    Lf = S.LEFT[:, cols].astype(float)
+    brute = np.empty(cols.size)
+    for ia in range(cols.size):
+        lw, rw = S.W * Lf[:, ia:ia + 1], S.W * (1 - Lf[:, ia:ia + 1])
+        nl0, nr0 = Lf.T @ lw, Lf.T @ rw
+        nl1, nr1 = lw.sum(axis=0) - nl0, rw.sum(axis=0) - nr0
+        B = cols.size
+        N = np.stack([np.broadcast_to(nl0[:, None], (B, B, 4)), np.broadcast_to(nl1[:, None], (B, B, 4)),
+                      np.broadcast_to(nr0[None], (B, B, 4)), np.broadcast_to(nr1[None], (B, B, 4))], axis=2)
+        brute[ia] = S.objective_counts(N)[0].min()
+    assert C >= cols.size > 40
+    np.testing.assert_allclose(calls[0], brute, rtol=0, atol=1e-12)
+    assert fast_obj == pytest.approx(brute.min(), abs=1e-12)
+
+
+@pytest.mark.parametrize("fairness, lam, rule", [
+    ("fnr", 1.0, "majority"), ("fpr", 0.1, "majority"), ("accuracy", 3.0, "majority"), ("none", 0.0, "majority"),
+    ("equalized_odds", 0.5, "majority"), ("fnr", 1.0, "free"), ("fpr", 3.0, "free")])
+def test_pruned_subtree_move_picks_what_full_enumeration_picks(fairness, lam, rule):
+    """Pruning by the per-split minima changes nothing: same objective, same splits, same labels."""
+    for seed in range(2):
+        batch = continuous_batch(seed, n=50, d=3)
+        S = _Search(batch, 3, lam, fairness, 1.0, rule, EPS)
+        full = _Search(batch, 3, lam, fairness, 1.0, rule, EPS)
+        full._subtree_row_minima = lambda *a: None  # enumerate every split at v
+        rng = np.random.default_rng(seed)
+        for _ in range(3):
+            cand = rng.integers(0, S.LEFT.shape[1], size=S.V)
+            lab = rng.integers(0, 2, size=S.L) if rule == "free" else None
+            for v in (1, 2):
+                o1, n1, l1 = S.subtree_move(cand, v, lab)
+                o2, n2, l2 = full.subtree_move(cand, v, lab)
+                assert o1 == o2 and np.array_equal(n1, n2)
+                assert (l1 is None and l2 is None) or np.array_equal(l1, l2)
+        assert S.n_eval < full.n_eval or fairness == "equalized_odds"
+
+
 # ------------------------------------------------------------------- determinism
 def test_same_seed_same_tree():
     batch = medium_batch(3)

@@ -29,6 +29,12 @@ Algorithm (deterministic given ``seed``):
      children's splits jointly by exhaustive enumeration (|C|³ combinations, vectorised using the
      fact that the loss and each signed group-rate difference are sums over leaves). For D = 2
      this enumerates every tree, so the search is exact there; for D = 1 the node move is.
+     With at most one fairness term the enumeration is pruned without changing its result: for
+     every split a at the node, the best children (b, b') are found in O(C log C) by sorting
+     (:meth:`_Search._subtree_row_minima`), and only the splits a whose minimum can be the best
+     are enumerated (O(C²) each, same float expressions and tie rules as the full O(C³) pass).
+     On HSLS-like batches (400 rows, continuous features, C ≈ 1000) this is 10-12x faster with
+     identical trees; equalized odds (two terms) still enumerates every a.
    * with ``label_rule="free"`` every evaluation also optimises the leaf labels (exhaustively
      for ≤ 2**10 assignments, otherwise by greedy flips).
 3. **Restarts.** ``n_restarts`` times, alternately: perturb the best tree (1-2 random nodes
@@ -69,6 +75,8 @@ __all__ = ["SearchResult", "search_tree"]
 
 _IMPROVE_TOL = 1e-12
 _EXHAUSTIVE_LABELS_MAX_LEAVES = 10
+#: splits a of a subtree move whose bound is within this of the best bound are enumerated exactly
+_PRUNE_MARGIN = 1e-9
 
 
 @dataclass
@@ -86,7 +94,8 @@ class SearchResult:
     seconds : float
         Wall time of the search.
     n_evaluations : int
-        Number of candidate trees whose objective was evaluated (vectorised).
+        Number of candidate trees whose objective was evaluated explicitly (vectorised); subtree
+        moves also cover, by their per-split minima, trees they never evaluate one by one.
     """
 
     tree: MIATree
@@ -333,25 +342,34 @@ class _Search:
         cols = np.sort(first)
         Lf = Lf[:, cols]
         C = cols.size
-        # LL[a, b, :] = Σ_i L_ia L_ib W_i: rows left at v (split a) and left at the child (b)
-        LL = (Lf.T @ (Lf[:, :, None] * W[:, None, :]).reshape(rows.size, -1)).reshape(C, C, 4)
         WL = Lf.T @ W  # (C, 4): left at v
         Wtot = W.sum(axis=0)
+        # Only splits a at v whose best children (b, b') can be optimal need the exhaustive (b, b')
+        # enumeration: a per-a minimum (O(C² log C), exact up to rounding) prunes the others. The
+        # kept rows are enumerated chunk by chunk exactly as before, so the chosen (a, b, b') is the
+        # one the full enumeration picks (same float expressions, same tie rules).
+        rowmin = self._subtree_row_minima(Lf, W, WL, Wtot, S_out)
+        sel = np.arange(C) if rowmin is None else np.flatnonzero(rowmin <= rowmin.min() + _PRUNE_MARGIN)
+        # LL[a, b, :] = Σ_i L_ia L_ib W_i: rows left at v (split a) and left at the child (b)
+        LL = (Lf[:, sel].T @ (Lf[:, :, None] * W[:, None, :]).reshape(rows.size, -1)).reshape(sel.size, C, 4)
         A0 = LL  # left child, left leaf
-        A1 = WL[:, None, :] - LL  # left child, right leaf
+        A1 = WL[sel][:, None, :] - LL  # left child, right leaf
         B0 = WL[None, :, :] - LL  # right at v (split a), left at the right child (split b')
-        B1 = (Wtot - WL)[:, None, :] - B0
+        B1 = (Wtot - WL[sel])[:, None, :] - B0
         if not self.free:
-            SA = self._leaf_stats_majority(A0) + self._leaf_stats_majority(A1)  # (C, C, 1+T)
+            SA = self._leaf_stats_majority(A0) + self._leaf_stats_majority(A1)  # (|sel|, C, 1+T)
             SB = self._leaf_stats_majority(B0) + self._leaf_stats_majority(B1)
         else:  # four label pairs per child split: extend the child axis
             SA = np.concatenate([A0 @ self.M[u0] + A1 @ self.M[u1] for u0 in (0, 1) for u1 in (0, 1)], axis=1)
             SB = np.concatenate([B0 @ self.M[u0] + B1 @ self.M[u1] for u0 in (0, 1) for u1 in (0, 1)], axis=1)
         nb = SA.shape[1]
-        chunk = max(1, int(4_000_000 // (nb * nb)))
+        chunk = max(1, int(4_000_000 // (nb * nb)))  # over all C splits a, as the full enumeration
         best = (np.inf, None)
         for a0 in range(0, C, chunk):
-            sa, sb = SA[a0:a0 + chunk], SB[a0:a0 + chunk]
+            i0, i1 = np.searchsorted(sel, [a0, a0 + chunk])
+            if i0 == i1:
+                continue
+            sa, sb = SA[i0:i1], SB[i0:i1]
             obj = (S_out[0] + sa[:, :, None, 0] + sb[:, None, :, 0]) / self.n
             for t in range(1, 1 + self.T):
                 obj += self.scale * np.abs(S_out[t] + sa[:, :, None, t] + sb[:, None, :, t])
@@ -359,7 +377,7 @@ class _Search:
             idx = int(np.argmin(obj))
             if obj.flat[idx] < best[0] - _IMPROVE_TOL:
                 ia, ib, ibp = np.unravel_index(idx, obj.shape)
-                best = (float(obj.flat[idx]), (a0 + ia, ib, ibp))
+                best = (float(obj.flat[idx]), (int(sel[i0 + ia]), ib, ibp))
         val, (a, b, bp) = best
         new = cand.copy()
         new[v], new[c1], new[c2] = cols[a], cols[b % C], cols[bp % C]
@@ -370,6 +388,77 @@ class _Search:
             lab[leaves[0]], lab[leaves[1]] = pairs[b // C]
             lab[leaves[2]], lab[leaves[3]] = pairs[bp // C]
         return val, new, lab
+
+    def _plane_stats(self, planes, u=None):
+        """Leaf cell counts as four (..) planes -> (loss, signed-rate term) planes, label u or majority."""
+        N0, N1, N2, N3 = planes
+
+        def with_label(lab):
+            loss = (N0 + N1) if lab == 1 else (N2 + N3)
+            if self.T == 0:
+                return loss, np.zeros_like(loss)
+            f = sum(self.M[lab, c, 1] * planes[c] for c in range(4) if self.M[lab, c, 1] != 0.0)
+            return loss, (f if not np.isscalar(f) else np.zeros_like(loss))
+
+        if u is not None:
+            return with_label(u)
+        (l0, f0), (l1, f1) = with_label(0), with_label(1)
+        u1 = (N2 + N3) >= (N0 + N1)
+        return np.where(u1, l1, l0), np.where(u1, f1, f0)
+
+    def _subtree_row_minima(self, Lf, W, WL, Wtot, S_out):
+        """For every split a at v: min over the children's splits (b, b') of the subtree objective.
+
+        Computed on (C, C) planes of cell counts (float32 products of 0/1 masks and integer
+        weights: exact). With one fairness term the objective for fixed a is
+        ``X_b + Y_b' + k·|z + u_b + w_b'|`` (X, Y: the children's 0-1 loss terms, u, w: their
+        contributions to the signed rate difference). On pairs with ``z + u_b + w_b' >= 0`` it is
+        ``(X_b + k u_b) + (Y_b' + k w_b') + k z``, on the others ``(X_b - k u_b) + (Y_b' - k w_b') - k z``;
+        sorting w per a, a suffix (prefix) minimum of the b' part and one binary search per b give
+        each side's minimum: O(C² log C) instead of the O(C³) enumeration. Pairs within rounding of
+        the boundary may fall on either side, where both expressions agree to ~1e-15 (the caller
+        keeps every a within ``_PRUNE_MARGIN`` of the best). No fairness term: the children
+        separate. Two terms (equalized odds): ``None`` (enumerate every a).
+        """
+        if self.T > 1:
+            return None
+        n = self.n
+        L32, W32 = Lf.astype(np.float32), W.astype(np.float32)
+        LL = [((L32 * W32[:, c:c + 1]).T @ L32).astype(float) for c in range(4)]  # LL[c][a, b]
+        A0 = LL
+        A1 = [WL[:, c:c + 1] - LL[c] for c in range(4)]
+        B0 = [WL[None, :, c] - LL[c] for c in range(4)]
+        B1 = [(Wtot[c] - WL[:, c:c + 1]) - B0[c] for c in range(4)]
+        if not self.free:
+            (xa, ua), (xb, ub) = self._plane_stats(A0), self._plane_stats(A1)
+            (ya, wa), (yb, wb) = self._plane_stats(B0), self._plane_stats(B1)
+            x, u, y, w = xa + xb, ua + ub, ya + yb, wa + wb
+        else:  # the four label pairs of each child extend its axis (same order as the enumeration)
+            parts = [[self._plane_stats(P0, u0), self._plane_stats(P1, u1)]
+                     for P0, P1 in ((A0, A1), (B0, B1)) for u0 in (0, 1) for u1 in (0, 1)]
+            x = np.hstack([p[0][0] + p[1][0] for p in parts[:4]])
+            u = np.hstack([p[0][1] + p[1][1] for p in parts[:4]])
+            y = np.hstack([p[0][0] + p[1][0] for p in parts[4:]])
+            w = np.hstack([p[0][1] + p[1][1] for p in parts[4:]])
+        if self.T == 0:
+            return (S_out[0] + x.min(axis=1) + y.min(axis=1)) / n
+        k, z0, z1 = self.scale, S_out[0], S_out[1]
+        order = np.argsort(w, axis=1, kind="stable")
+        ws = np.take_along_axis(w, order, axis=1)
+        ys = np.take_along_axis(y, order, axis=1) / n
+        inf = np.full((w.shape[0], 1), np.inf)
+        suf = np.hstack([np.minimum.accumulate((ys + k * ws)[:, ::-1], axis=1)[:, ::-1], inf])  # min over [i:]
+        pre = np.hstack([inf, np.minimum.accumulate(ys - k * ws, axis=1)])  # pre[i]: min over [:i]
+        q = -z1 - u  # the b' side needs w >= q (first case) or w <= q (second case)
+        lo = np.empty(q.shape, dtype=np.intp)
+        hi = np.empty(q.shape, dtype=np.intp)
+        for a in range(q.shape[0]):
+            lo[a] = np.searchsorted(ws[a], q[a], side="left")
+            hi[a] = np.searchsorted(ws[a], q[a], side="right")
+        xa = (x + z0) / n
+        first = xa + k * (u + z1) + np.take_along_axis(suf, lo, axis=1)
+        second = xa - k * (u + z1) + np.take_along_axis(pre, hi, axis=1)
+        return np.minimum(first, second).min(axis=1)
 
     # ---- local search ----------------------------------------------------------------
     def local_search(self, cand, labels=None, max_sweeps=50):
