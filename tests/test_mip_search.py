@@ -389,3 +389,33 @@ def test_threshold_cap_limits_the_candidates_of_continuous_features():
         assert np.nanmax(batch.a[~batch.m[:, j].astype(bool), j]) in qs
     res = search_tree(batch, depth=3, lambda_=0.5, fairness="fnr", eps_split=EPS, n_restarts=4, max_thresholds=8)
     assert res.objective == pytest.approx(tree_objective(res.tree, batch, lambda_=0.5, fairness="fnr"), abs=1e-12)
+
+
+@pytest.mark.parametrize("kw, msg", [({"search_restarts": -1}, "search_restarts"),
+                                     ({"search_restarts": 1.5}, "search_restarts"),
+                                     ({"search_max_thresholds": 0}, "search_max_thresholds")])
+def test_search_parameters_validated(kw, msg):
+    batch_X = np.array([[0.0], [1.0], [np.nan], [2.0]] * 5)
+    y = np.array([0, 1, 1, 0] * 5)
+    s = np.array([0, 0, 1, 1] * 5)
+    with pytest.raises(ValueError, match=msg):
+        FairMIPForestClassifier(n_trees=1, warm_start="search", time_limit=0, **kw).fit(
+            batch_X, y, sensitive_features=s)
+
+
+def test_search_parameters_reach_the_search():
+    """Fewer thresholds and restarts from the config give a different (never invalid) forest."""
+    from fairmiss.learners import make_learner
+
+    spec = FairMIPForestSpec(warm_start="search", time_limit=0, n_trees=2, batch_size=60,
+                             search_restarts=0, search_max_thresholds=2)
+    est = make_learner(spec, seed=0, threads=1).estimator
+    assert est.search_restarts == 0 and est.search_max_thresholds == 2
+    batch = continuous_batch(4, n=120, d=3)
+    X = np.where(batch.m == 1, np.nan, batch.a)
+    coarse = FairMIPForestClassifier(n_trees=1, batch_size=None, warm_start="search", time_limit=0,
+                                     lambda_=0.5, search_max_thresholds=2, random_state=0).fit(
+        X, batch.y, sensitive_features=batch.s)
+    fine = FairMIPForestClassifier(n_trees=1, batch_size=None, warm_start="search", time_limit=0,
+                                   lambda_=0.5, random_state=0).fit(X, batch.y, sensitive_features=batch.s)
+    assert fine.solve_info_[0]["objective"] < coarse.solve_info_[0]["objective"]

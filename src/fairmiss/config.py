@@ -344,6 +344,11 @@ class FairMIPForestSpec(_LearnerBase):
     #: "search": seeded local search on the exact fair objective (fairmiss.models.mip_search),
     #: never worse than "best" on the batch; "best": better of the previous tree and CART
     warm_start: Literal["previous", "cart", "best", "search", "none"] = "best"
+    #: restarts of the "search" warm start
+    search_restarts: Annotated[int, Field(ge=0)] = 50
+    #: per feature, at most this many candidate thresholds in the search (None: every observed value);
+    #: binding only for continuous features (HSLS), where the search's time grows about with its square
+    search_max_thresholds: Annotated[int, Field(ge=1)] | None = 64
     stratify_batches: bool = True
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -197,6 +197,8 @@ def _fair_mip(spec, seed, threads):
                                   time_limit=spec.time_limit, node_limit=spec.node_limit,
                                   stratify_batches=spec.stratify_batches,
                                   warm_start=None if spec.warm_start == "none" else spec.warm_start,
+                                  search_restarts=spec.search_restarts,
+                                  search_max_thresholds=spec.search_max_thresholds,
                                   threads=threads, random_state=seed)
     return Learner(est, needs_sensitive_fit=True)
 

@@ -191,6 +191,12 @@ class _BaseFairMIP(ClassifierMixin, BaseEstimator):
                 f"warm_start must be None, 'previous', 'cart', 'best' or 'search', got {self._warm_start()!r}")
         if self._tie_rule() not in (0, 1):
             raise ValueError(f"tie_rule must be 0 or 1 (index into classes_), got {self._tie_rule()!r}")
+        r = self.search_restarts
+        if not isinstance(r, Integral) or isinstance(r, bool) or r < 0:
+            raise ValueError(f"search_restarts must be an integer >= 0, got {r!r}")
+        t = self.search_max_thresholds
+        if t is not None and (not isinstance(t, Integral) or isinstance(t, bool) or t < 1):
+            raise ValueError(f"search_max_thresholds must be None or an integer >= 1, got {t!r}")
         if self.time_limit is not None and not self.time_limit >= 0:
             raise ValueError(f"time_limit must be None or >= 0, got {self.time_limit!r}")
         if self.time_limit == 0 and self._warm_start() is None:
@@ -384,7 +390,7 @@ class _BaseFairMIP(ClassifierMixin, BaseEstimator):
             found = search_tree(
                 batch, depth=depth, lambda_=lam, fairness=fair, eo_weight=self.eo_weight,
                 label_rule=opts.label_rule, eps_split=opts.eps_split, starts=starts,
-                n_restarts=SEARCH_RESTARTS, seed=int(seed), max_thresholds=SEARCH_MAX_THRESHOLDS,
+                n_restarts=int(self.search_restarts), seed=int(seed), max_thresholds=self.search_max_thresholds,
             )
             start, source, search_seconds = found.tree, "search", found.seconds
         if no_solve:
@@ -519,6 +525,12 @@ class FairMIPTreeClassifier(_BaseFairMIP):
     warm_start : {None, "cart", "search"}, default="cart"
         Start from a greedy CART tree padded to depth D, or from the local search of
         :mod:`fairmiss.models.mip_search` (which also starts from that CART tree).
+    search_restarts : int, default=50
+        Restarts of the ``"search"`` warm start (:func:`fairmiss.models.mip_search.search_tree`).
+    search_max_thresholds : int or None, default=64
+        Per feature, at most this many candidate thresholds in the search (observed batch values
+        evenly spaced in rank); None: every observed value, as in Program 1. Binding only for
+        continuous features (HSLS): the search's time grows roughly with its square.
     threads : int, default=1
         Solver threads.
     rel_gap : float or None, default=None
@@ -568,6 +580,8 @@ class FairMIPTreeClassifier(_BaseFairMIP):
         time_limit: float | None = 60.0,
         node_limit: int | None = None,
         warm_start: str | None = "cart",
+        search_restarts: int = SEARCH_RESTARTS,
+        search_max_thresholds: int | None = SEARCH_MAX_THRESHOLDS,
         threads: int = 1,
         rel_gap: float | None = None,
         eps_split="auto",
@@ -585,6 +599,8 @@ class FairMIPTreeClassifier(_BaseFairMIP):
         self.time_limit = time_limit
         self.node_limit = node_limit
         self.warm_start = warm_start
+        self.search_restarts = search_restarts
+        self.search_max_thresholds = search_max_thresholds
         self.threads = threads
         self.rel_gap = rel_gap
         self.eps_split = eps_split
@@ -626,8 +642,8 @@ class FairMIPForestClassifier(_BaseFairMIP):
         See the module docstring.
     tie_rule : {0, 1}, default=0
         Class index that wins an exact tie of the vote (0 = authors' code).
-    max_depth, lambda_, fairness, eo_weight, time_limit, threads, rel_gap, eps_split,
-    big_m, routing, ordering_cuts, label_rule, merge_duplicates, random_state
+    max_depth, lambda_, fairness, eo_weight, time_limit, search_restarts, search_max_thresholds,
+    threads, rel_gap, eps_split, big_m, routing, ordering_cuts, label_rule, merge_duplicates, random_state
         As in :class:`FairMIPTreeClassifier`; ``time_limit`` is per tree.
 
     Attributes
@@ -653,6 +669,8 @@ class FairMIPForestClassifier(_BaseFairMIP):
         time_limit: float | None = 60.0,
         node_limit: int | None = None,
         warm_start: str | None = "previous",
+        search_restarts: int = SEARCH_RESTARTS,
+        search_max_thresholds: int | None = SEARCH_MAX_THRESHOLDS,
         stratify_batches: bool = False,
         max_redraws: int = 10,
         tie_rule: int = 0,
@@ -675,6 +693,8 @@ class FairMIPForestClassifier(_BaseFairMIP):
         self.time_limit = time_limit
         self.node_limit = node_limit
         self.warm_start = warm_start
+        self.search_restarts = search_restarts
+        self.search_max_thresholds = search_max_thresholds
         self.stratify_batches = stratify_batches
         self.max_redraws = max_redraws
         self.tie_rule = tie_rule
