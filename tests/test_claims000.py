@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairmiss.claims000 import compare_fronts, figure2_claims, hypervolume
+from fairmiss.claims000 import claims_for_dataset, compare_fronts, figure2_claims, hypervolume
 
 
 def _cells(points, n_splits=10, noise=0.002, seed=0):
@@ -84,3 +84,14 @@ def test_bad_input_is_a_clear_error():
         figure2_claims(_cells(BASE), "german")
     with pytest.raises(KeyError, match="lacks column"):
         figure2_claims(_cells(BASE).drop(columns="fnr_difference"), "compas")
+
+
+def test_claims_on_the_synthetic_hsls_stand_in_are_labelled():
+    mip = {("none", "fairmip_lam0.1"): (0.66, 0.05, 0.05), ("none", "fairmip_lam3.0"): (0.64, 0.02, 0.05)}
+    cells = _cells({**BASE, **COMPETITORS, **mip})
+    real = claims_for_dataset(cells, "hsls_000")
+    synth = claims_for_dataset(cells, "hsls_synthetic")
+    assert {"B3a", "B3b"} <= set(real["claim"])
+    assert not real["statement"].str.contains("SYNTHETIC").any()
+    assert synth["statement"].str.startswith("[SYNTHETIC stand-in").all()
+    assert list(synth["verdict"]) == list(real["verdict"])
