@@ -163,3 +163,78 @@ def test_gap_rms_is_the_root_mean_square_of_the_per_class_gaps():
     m = evaluate(y, p, s)
     assert m["gap_rms"] == pytest.approx(np.sqrt(np.mean(np.square(gaps))), abs=1e-12)
     assert m["equalized_odds_difference"] == pytest.approx(max(gaps), abs=1e-12)
+
+
+# ---- issue 19: NaN, never 0, for every difference / ratio / gap -----------------------------------
+
+def test_auc_difference_is_nan_when_one_group_auc_is_undefined():
+    """Before: auc_group_1 NaN but auc_difference 0.0 (np.nanmax - np.nanmin over one finite value)."""
+    from fairmiss.metrics import evaluate_reference
+
+    y, p, s = _no_positive_case()
+    score = np.array([0.9, 0.2, 0.4, 0.1, 0.7, 0.3])
+    for fn in (evaluate, evaluate_reference):
+        out = fn(y, p, s, y_score=score)
+        assert np.isnan(out["auc_group_1"]) and np.isfinite(out["auc_group_0"])
+        assert np.isnan(out["auc_difference"]), fn.__name__
+
+
+def test_reference_oracle_does_not_share_fairlearns_nan_skipping():
+    """The oracle must be able to catch the flaw: fairlearn's own difference is 0.0 here, the oracle's NaN."""
+    from fairlearn.metrics import MetricFrame
+
+    from fairmiss.metrics import auc, evaluate_reference
+
+    y, p, s = _no_positive_case()
+    score = np.array([0.9, 0.2, 0.4, 0.1, 0.7, 0.3])
+    s3 = np.array([0, 0, 0, 1, 1, 2])  # a third group, defined, equal AUC to nothing
+    mf = MetricFrame(metrics={"auc": auc}, y_true=y, y_pred=score, sensitive_features=s)
+    assert float(mf.difference(method="between_groups")["auc"]) == 0.0  # the flaw being guarded against
+    assert np.isnan(evaluate_reference(y, p, s, y_score=score)["auc_difference"])
+    assert np.isnan(evaluate_reference(y, p, s3, y_score=score)["fnr_difference"])
+
+
+@pytest.mark.parametrize("fn_name", ["evaluate", "evaluate_reference"])
+def test_one_group_gives_nan_differences_with_a_warning(fn_name, caplog):
+    """Decision (issue 19): with a single group every difference/ratio/derived gap is NaN (and logged)."""
+    import fairmiss.metrics as M
+
+    fn = getattr(M, fn_name)
+    y = np.array([1, 0, 1, 0, 1, 1])
+    p = np.array([1, 0, 0, 1, 1, 0])
+    s = np.zeros(6, int)
+    with caplog.at_level(logging.WARNING, logger="fairmiss.metrics"):
+        out = fn(y, p, s, y_score=np.linspace(0, 1, 6))
+    gaps = [k for k in out if k.endswith(("_difference", "_ratio")) or k in ("equalized_odds_sum", "gap_rms")]
+    assert len(gaps) >= 15
+    assert all(np.isnan(out[k]) for k in gaps), {k: out[k] for k in gaps if not np.isnan(out[k])}
+    assert np.isfinite(out["accuracy"]) and np.isfinite(out["fnr_group_0"])
+    assert "difference" in caplog.text or "undefined" in caplog.text
+
+
+def test_every_gap_is_nan_when_an_input_group_rate_is_nan():
+    """Systematic: for each per-group metric made undefined in one group, its difference, ratio and every
+    derived gap built on it are NaN in both implementations."""
+    from fairmiss.metrics import evaluate_reference
+
+    y = np.array([1, 1, 1, 0, 0, 0, 0, 0])  # group 1 (last 4 rows) has no positives
+    p = np.array([1, 0, 1, 0, 1, 0, 1, 0])
+    s = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    for fn in (evaluate, evaluate_reference):
+        out = fn(y, p, s, y_score=np.linspace(0, 1, 8), metrics=["accuracy", "fnr", "fpr", "tpr", "tnr", "auc"])
+        for k in ("fnr_difference", "fnr_ratio", "tpr_difference", "tpr_ratio", "equalized_odds_difference",
+                  "equalized_odds_sum", "gap_rms", "auc_difference"):
+            assert np.isnan(out[k]), (fn.__name__, k, out[k])
+        for k in ("fpr_difference", "accuracy_difference", "demographic_parity_difference"):
+            assert np.isfinite(out[k]), (fn.__name__, k)
+
+
+def test_group_gaps_gap_rms_nan_when_a_class_is_absent_overall():
+    """GAPRMS/GAPMax need both classes: with no negatives at all Gap_0 is undefined (was: silently left out)."""
+    from fairmiss.models.budro_metrics import gap_max, gap_rms, group_gaps
+
+    y = np.ones(6, int)
+    p = np.array([1, 0, 1, 1, 1, 0])
+    s = np.array([0, 0, 0, 1, 1, 1])
+    assert set(group_gaps(y, p, sensitive_features=s)) == {0, 1}
+    assert np.isnan(gap_rms(y, p, sensitive_features=s)) and np.isnan(gap_max(y, p, sensitive_features=s))

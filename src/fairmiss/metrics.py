@@ -14,11 +14,27 @@ tested against).
 
 Rates undefined for a group (no positives, no negatives, single-class scores for AUC) are NaN
 and logged, never a division-by-zero crash.
+
+Differences, ratios and gaps (rule of the project, spec 000 §1.1: **NaN, never 0**):
+
+* ``<metric>_difference`` / ``<metric>_ratio`` is NaN when *any* group's value is NaN (fairlearn's
+  ``MetricFrame.difference`` skips NaN groups and would report the gap between the remaining ones —
+  with two groups a silent 0.0); the same holds for ``auc_difference``;
+* with **fewer than two groups** in ``group`` (a one-group test split, a dataset with one group
+  value) every difference and ratio is NaN and a warning is logged: a gap between groups is not
+  defined when there is only one group, and 0.0 would read as "perfectly fair";
+* the derived gaps (``equalized_odds_difference``, ``equalized_odds_sum``, ``gap_rms``,
+  ``demographic_parity_difference``) are NaN as soon as one of their inputs is.
+
+A whole dataset (or a training split) with fewer than two groups, or with a group lacking the
+positives/negatives that the configured fairness metric needs, is rejected before any model is
+fitted (:func:`fairmiss.data.validate.check_groups`); the NaN rule here is for a single test split.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import warnings
 
 import numpy as np
@@ -122,6 +138,16 @@ def _from_counts(tn, fp, fn, tp, name: str) -> float:
     return _rate(num, den)
 
 
+def _gap(values) -> tuple[float, float]:
+    """(max − min, min / max) over the groups' values; NaN if any value is NaN or if there are fewer
+    than two groups (no gap between groups is defined then — never 0)."""
+    by = np.asarray(values, dtype=float)
+    if by.size < 2 or np.isnan(by).any():
+        return float("nan"), float("nan")
+    mn, mx = float(by.min()), float(by.max())
+    return mx - mn, (mn / mx if mx else float("nan"))
+
+
 def _auc_ranks(y, score) -> float:
     """ROC AUC as the Mann–Whitney statistic with mid-ranks (equal to scikit-learn's, ties count ½)."""
     from scipy.stats import rankdata
@@ -161,12 +187,7 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
         for g, v in zip(groups, by):
             out[f"{name}_group_{g}"] = float(v)
         # a gap involving an undefined group is undefined, not 0 (fairlearn would skip the NaN group)
-        if np.isnan(by).any():
-            out[f"{name}_difference"] = out[f"{name}_ratio"] = float("nan")
-        else:
-            mn, mx = float(by.min()), float(by.max())
-            out[f"{name}_difference"] = mx - mn
-            out[f"{name}_ratio"] = mn / mx if mx else float("nan")
+        out[f"{name}_difference"], out[f"{name}_ratio"] = _gap(by)
     if "auc" in wanted and y_score is not None:
         y_score = np.asarray(y_score, dtype=float)
         out["auc"] = _auc_ranks(y_true, y_score)
@@ -175,14 +196,35 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
             m = gidx.ravel() == k
             out[f"auc_group_{g}"] = v = _auc_ranks(y_true[m], y_score[m])
             by.append(v)
-        by = np.array(by)
-        out["auc_difference"] = float(np.nanmax(by) - np.nanmin(by)) if np.isfinite(by).any() else float("nan")
+        out["auc_difference"] = _gap(by)[0]
+    if len(groups) < 2:
+        logger.warning("only %d group (%s) in the evaluated rows: every between-group difference is NaN",
+                       len(groups), groups.tolist())
     return _derived(out)
 
 
+def _pairwise_gap(by: dict) -> tuple[float, float]:
+    """Reference definition of a between-group gap, written independently of :func:`_gap` and of
+    fairlearn's ``MetricFrame.difference`` (which skips NaN groups): the largest ``|a − b|`` and the
+    smallest ``min(a, b) / max(a, b)`` over every *pair* of groups, in plain Python. A pair with an
+    undefined member makes the gap undefined; with no pair at all (one group) it is undefined too."""
+    vals = [float(v) for v in by.values()]
+    pairs = [(a, b) for i, a in enumerate(vals) for b in vals[i + 1:]]
+    if not pairs or any(math.isnan(a) or math.isnan(b) for a, b in pairs):
+        return float("nan"), float("nan")
+    diff = max(abs(a - b) for a, b in pairs)
+    if max(max(a, b) for a, b in pairs) == 0:
+        return diff, float("nan")
+    ratio = min((min(a, b) / max(a, b)) if max(a, b) else 1.0 for a, b in pairs)
+    return diff, ratio
+
+
 def evaluate_reference(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, float]:
-    """The same dict as :func:`evaluate`, computed with fairlearn's MetricFrame and scikit-learn's metric
-    functions one group at a time: the reference the fast path is tested against (about 150 ms a call)."""
+    """The same dict as :func:`evaluate`, computed independently: per-group values with fairlearn's
+    MetricFrame and scikit-learn's metric functions one group at a time (scikit-learn's
+    ``roc_auc_score`` for AUC), and differences/ratios by :func:`_pairwise_gap` (every pair of groups, in
+    plain Python) — *not* ``MetricFrame.difference``, whose NaN-skipping is the flaw this oracle must be
+    able to catch. The reference the fast path is tested against (about 150 ms a call)."""
     y_true = np.asarray(y_true).astype(int)
     y_pred = np.asarray(y_pred).astype(int)
     group = np.asarray(group)
@@ -194,28 +236,20 @@ def evaluate_reference(y_true, y_pred, group, *, y_score=None, metrics=None) -> 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         mf = MetricFrame(metrics=fns, y_true=y_true, y_pred=y_pred, sensitive_features=pd.Series(group, name="group"))
-        diff = mf.difference(method="between_groups")
-        ratio = mf.ratio(method="between_groups")
     for name in fns:
         out[name] = float(mf.overall[name])
-        by = mf.by_group[name]
-        for g, v in by.items():
-            out[f"{name}_group_{g}"] = float(v)
-        # fairlearn skips NaN groups when taking differences; a gap involving an undefined group
-        # is undefined, not 0.
-        undefined = bool(by.isna().any())
-        out[f"{name}_difference"] = float("nan") if undefined else float(diff[name])
-        out[f"{name}_ratio"] = float("nan") if undefined else float(ratio[name])
+        by = {g: float(v) for g, v in mf.by_group[name].items()}
+        out.update({f"{name}_group_{g}": v for g, v in by.items()})
+        out[f"{name}_difference"], out[f"{name}_ratio"] = _pairwise_gap(by)
     if "auc" in wanted and y_score is not None:
         y_score = np.asarray(y_score, dtype=float)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            mfa = MetricFrame(metrics={"auc": auc}, y_true=y_true, y_pred=y_score,
-                              sensitive_features=pd.Series(group, name="group"))
-        out["auc"] = float(mfa.overall["auc"])
-        for g, v in mfa.by_group["auc"].items():
-            out[f"auc_group_{g}"] = float(v)
-        out["auc_difference"] = float(mfa.difference(method="between_groups")["auc"])
+        out["auc"] = float(auc(y_true, y_score))
+        by = {}
+        for g in sorted(set(group.tolist())):
+            m = group == g
+            by[g] = float(auc(y_true[m], y_score[m]))
+            out[f"auc_group_{g}"] = by[g]
+        out["auc_difference"] = _pairwise_gap(by)[0]
     return _derived(out)
 
 

@@ -302,6 +302,8 @@ def group_gaps(y_true, y_pred, *, sensitive_features) -> dict:
         raise ValueError(f"y_true has {len(yt)} entries but y_pred has {len(yp)}.")
     _, s, _ = _groups_1d(np.zeros(len(yt)), sensitive_features)
     labels = np.unique(yt)
+    if set(labels.tolist()) <= {0, 1}:  # binary: both classes' gaps always (a class absent overall -> NaN)
+        labels = np.array([0, 1])
     fns = {str(y): _recall_of(y) for y in labels}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
