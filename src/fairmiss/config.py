@@ -689,14 +689,16 @@ def load_schedules(path: str | Path) -> SchedulesFile:
 
 
 def _format_errors(path: Path | str, exc: ValidationError) -> str:
-    lines = []
+    """One line: ``FILE: invalid config: KEY: problem; KEY: problem`` (the CLI prints exactly one line)."""
+    items = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
         if err["type"] == "extra_forbidden":
-            lines.append(f"{path}: unknown key '{loc}'")
+            items.append(f"unknown key '{loc}'")
         else:
-            lines.append(f"{path}: {loc or '<root>'}: {err['msg']} (got {err.get('input')!r})"[:400])
-    return "invalid config\n  " + "\n  ".join(lines)
+            got = " ".join(repr(err.get("input")).split())
+            items.append(f"{loc or '<root>'}: {err['msg']} (got {got[:120]})")
+    return f"{path}: invalid config: " + "; ".join(items)
 
 
 def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
