@@ -22,7 +22,8 @@ from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 from fairmiss import pipeline
 from fairmiss.config import ExperimentConfig, load_config, missingness_label
 from fairmiss.io import atomic_write_json, atomic_write_text
-from fairmiss.tracking import Tracker, git_commit
+from fairmiss.codeversion import code_version
+from fairmiss.tracking import Tracker
 from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
 
 logger = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ def _task_runner(cfg: ExperimentConfig):
 def experiment_flow(config_path: str, results_dir: str = "results", processed_dir: str = "processed",
                     raw_dir: str | None = None, quick: bool = False, skip_if_unchanged: bool = False) -> dict:
     """Run one experiment config. ``skip_if_unchanged`` (used by scheduled deployments): do nothing
-    when a FINISHED parent run with the same fingerprint (config, raw data, code commit) exists."""
+    when a FINISHED parent run with the same fingerprint (config, raw data, code version) exists."""
     log = get_run_logger()
     cfg = load_config(config_path, quick=quick)
     out_dir = Path(results_dir) / cfg.experiment
@@ -128,7 +129,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         # task caching: a cell whose cache key (its own config, the processed-data hash, the code
         # version) matches a FINISHED run in the store is reused; the cache lives in MLflow, not in
         # Prefect's result storage (see cell_cache_key and the README)
-        code = git_commit()
+        code = code_version()
         keys = {c.key: pipeline.cell_cache_key(cfg, c, data_hash=data.data_hash, code_version=code) for c in cells}
         cached = tracker.finished_cells_by_cache_key(set(keys.values())) if cfg.execution.resume else {}
         done = {k: cached[keys[k]] for k in keys if keys[k] in cached}
@@ -208,13 +209,13 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
 
 
 def run_fingerprint(cfg: ExperimentConfig) -> str:
-    """What a scheduled re-run compares: config hash, declared raw-file checksums, code commit."""
+    """What a scheduled re-run compares: config hash, declared raw-file checksums, code version (a content
+    hash of the sources that run, :func:`fairmiss.codeversion.code_version` — never of outputs)."""
     from fairmiss.data import get_variant
     from fairmiss.io import stable_hash
-    from fairmiss.tracking import git_commit
 
     raw = {rf.filename: rf.sha256 for rf in get_variant(cfg.dataset.name).raw_files}
-    return stable_hash({"config": cfg.config_hash, "raw": raw, "code": git_commit()})
+    return stable_hash({"config": cfg.config_hash, "raw": raw, "code": code_version()})
 
 
 def up_to_date(cfg: ExperimentConfig, results_dir: str | Path = "results") -> dict | None:

@@ -39,6 +39,7 @@ import pytest
 from sklearn.utils.estimator_checks import estimator_checks_generator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from fairmiss.models.knn_impute import TieAwareKNNImputer
 from fairmiss.learners import _FitThenEqualise, _ProjectThenFit, _SensitiveLast
 from fairmiss.models.budro import BuDROClassifier, ProjectClassifier, ReweighingClassifier
 from fairmiss.models.eqtree import EqualityConstrainedTrees
@@ -139,6 +140,8 @@ class _GroupAsKeyword(ClassifierMixin, BaseEstimator):
 
 ZAFAR = DisparateMistreatmentClassifier(constraint="fnr", tau=1.0, max_iter=20, random_state=0)
 ESTIMATORS = [
+    TieAwareKNNImputer(n_neighbors=3),
+    TieAwareKNNImputer(n_neighbors=3, ties="lowest_index", weights="distance", add_indicator=True),
     WithGroups(ZAFAR),
     WithGroups(DisparateMistreatmentClassifier(constraint="eo", cov_factor=0.5, max_iter=20, random_state=0)),
     WithGroups(GroupCovariateModel(strategy="zero")),

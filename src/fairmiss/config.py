@@ -191,6 +191,10 @@ class ConstantImputerSpec(_ImputerBase):
 class KNNImputerSpec(_FittedImputerBase):
     kind: Literal["knn"] = "knn"
     n_neighbors: Annotated[int, Field(ge=1)] = 5
+    #: how donors at exactly the k-th distance share the remaining slots (fairmiss.models.knn_impute):
+    #: "average" = every tied donor gets an equal share (the expectation over all tie-breaks, independent
+    #: of row order and CPU), "lowest_index" = the tied donors earliest in the training split
+    ties: Literal["average", "lowest_index"] = "average"
 
 
 class IterativeImputerSpec(_FittedImputerBase):

@@ -15,7 +15,7 @@ learner receives NaN and must handle it itself (MIA trees, HistGradientBoosting,
 from __future__ import annotations
 
 from sklearn.experimental import enable_iterative_imputer  # noqa: F401
-from sklearn.impute import IterativeImputer, KNNImputer, SimpleImputer
+from sklearn.impute import IterativeImputer, SimpleImputer
 
 __all__ = ["make_imputer", "wrap_multiple", "IMPUTERS"]
 
@@ -30,7 +30,13 @@ def _constant(spec, seed):
 
 
 def _knn(spec, seed):
-    return KNNImputer(n_neighbors=spec.n_neighbors, add_indicator=spec.add_indicator, keep_empty_features=True)
+    # the project's own k-NN imputer: scikit-learn's picks donors inside groups of equal distances with
+    # np.argpartition, whose order depends on the CPU's SIMD kernel (issue 18); this one uses fixed-order
+    # distances and a stated tie rule (``ties``: "average" = expectation over tie-breaks, or "lowest_index")
+    from fairmiss.models.knn_impute import TieAwareKNNImputer
+
+    return TieAwareKNNImputer(n_neighbors=spec.n_neighbors, ties=spec.ties, add_indicator=spec.add_indicator,
+                              keep_empty_features=True)
 
 
 def _iterative(spec, seed):

@@ -46,8 +46,27 @@ def atomic_write_text(target: str | os.PathLike, text: str) -> Path:
     return Path(target)
 
 
+def no_negative_zero(obj):
+    """``obj`` with every float ``-0.0`` replaced by ``0.0`` (recursively through dicts, lists, tuples and
+    numpy scalars). A difference that is zero up to rounding can come out as ``-0.0`` on one CPU and
+    ``0.0`` on another (issue 18: 003's ``train_gap_after``); written results must not show that."""
+    import numpy as np
+
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) + 0.0  # IEEE: -0.0 + 0.0 == +0.0; NaN and inf unchanged
+    if isinstance(obj, dict):
+        return {k: no_negative_zero(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [no_negative_zero(v) for v in obj]
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f":
+        return (obj + 0.0).tolist()
+    return obj
+
+
 def atomic_write_json(target: str | os.PathLike, obj) -> Path:
-    return atomic_write_text(target, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+    """Write ``obj`` as sorted, indented JSON atomically; ``-0.0`` is written as ``0.0``."""
+    return atomic_write_text(target, json.dumps(no_negative_zero(obj), indent=2, sort_keys=True,
+                                                default=_json_default) + "\n")
 
 
 def atomic_write_with(target: str | os.PathLike, writer: Callable[[Path], None], suffix: str = "") -> Path:

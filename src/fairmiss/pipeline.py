@@ -557,11 +557,14 @@ def summarise(results: list[CellResult]) -> dict:
 
 def cells_table(results: list[CellResult]) -> pd.DataFrame:
     keys = list(SUMMARY_METRICS) + _extra_keys(results)
-    return pd.DataFrame([
+    df = pd.DataFrame([
         {"key": r.key, "split": r.split_index, "missingness": r.missingness, "imputer": r.imputer,
          "learner": r.learner, "status": r.status, **{k: r.metrics.get(k) for k in keys}}
         for r in results
     ])
+    floats = df.select_dtypes("float").columns
+    df[floats] = df[floats] + 0.0  # -0.0 is written as 0.0 (io.no_negative_zero)
+    return df
 
 
 def format_table(summary: dict, fairness_metric: str) -> str:

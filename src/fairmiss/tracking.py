@@ -47,6 +47,7 @@ import numpy as np
 from mlflow.tracking import MlflowClient
 
 import fairmiss
+from fairmiss.codeversion import code_version
 from fairmiss.config import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -163,8 +164,9 @@ def resolve_uri(configured: str | None = None) -> str:
 
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str:
-    """The code version of this process: HEAD (``-dirty-<hash of the diff>`` with uncommitted changes to
-    tracked files),
+    """The git commit of this process, recorded as an informational tag: HEAD (``-dirty-<hash of the diff>``
+    with uncommitted changes to tracked files). Never a cache key: a diff includes outputs such as
+    ``results/*/metrics.json`` — cache keys and fingerprints use :func:`fairmiss.codeversion.code_version`;
     read once — the code a process runs is what it imported at start, and two git subprocesses per
     logged run were a measurable share of the per-cell logging cost."""
     try:
@@ -271,7 +273,8 @@ class Tracker:
     def start_run(self, run_name: str, *, parent_id: str | None = None, tags: dict | None = None) -> str:
         t = {k: str(v) for k, v in (tags or {}).items()}
         t.setdefault("fairmiss.version", fairmiss.__version__)
-        t.setdefault("git.commit", git_commit())
+        t.setdefault("git.commit", git_commit())  # informational only; keys use code.version
+        t.setdefault("code.version", code_version())
         t.setdefault("run.host", socket.gethostname())
         t.setdefault("run.pid", str(os.getpid()))
         if parent_id:
@@ -321,7 +324,7 @@ class Tracker:
         from mlflow.entities import Metric
 
         ts = 0  # fixed timestamp: the store's content does not depend on wall time
-        items = [Metric(_metric_name(k), float(v), ts, step) for k, v in sorted(metrics.items())
+        items = [Metric(_metric_name(k), float(v) + 0.0, ts, step) for k, v in sorted(metrics.items())
                  if v is not None and np.isfinite(float(v))]
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i : i + 500])
@@ -333,7 +336,7 @@ class Tracker:
         from mlflow.entities import Metric, Param, RunTag
 
         ps = [Param(_metric_name(k), str(v)[:6000]) for k, v in sorted(params.items())]
-        ms = [Metric(_metric_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())
+        ms = [Metric(_metric_name(k), float(v) + 0.0, 0, 0) for k, v in sorted(metrics.items())
               if v is not None and np.isfinite(float(v))]
         ts = [RunTag(k, str(v)) for k, v in tags.items()]
         if len(ps) <= 100 and len(ts) <= 100 and len(ps) + len(ts) + len(ms) <= 1000:

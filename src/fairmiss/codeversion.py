@@ -1,0 +1,65 @@
+"""The version of the code that computes, as a content hash (issue 18).
+
+Cell cache keys and run fingerprints used ``git rev-parse HEAD`` plus a hash of ``git diff``. That
+made every *output* part of the key: running any study rewrites a tracked ``results/*/metrics.json``,
+the tree became "dirty", and every other study's cached cells were recomputed (a quick German study
+took 73 s instead of ~1 s after an unrelated 002 run); it also failed outside a git checkout.
+
+:func:`code_version` hashes only what runs: the Python sources of the ``fairmiss`` library and of the
+``flows`` and ``tasks`` packages (sorted relative paths and bytes), and the versions of the numerical
+packages the results depend on. Outputs (``results/``, ``processed/``, ``mlruns/``), docs, tests and
+configs are not part of it (a config enters every key through its own hash). The git commit is still
+recorded as an informational tag (``git.commit``), never as a key.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+__all__ = ["code_version", "hash_sources", "source_roots", "RESULT_PACKAGES"]
+
+#: installed packages whose version changes what a cell computes
+RESULT_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "fairlearn", "xgboost-cpu", "xgboost", "pyomo",
+                   "highspy", "pot")
+
+
+def source_roots() -> list[Path]:
+    """Directories of the packages whose sources are hashed: fairmiss, and flows / tasks when importable."""
+    roots = [Path(__file__).resolve().parent]
+    for pkg in ("flows", "tasks"):
+        try:
+            spec = importlib.util.find_spec(pkg)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            roots.extend(Path(p).resolve() for p in spec.submodule_search_locations)
+    return roots
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """``src-<16 hex>``: a hash of the sources that run and of the numerical packages' versions.
+    Read once per process (the code a process runs is what it imported at start)."""
+    return hash_sources(source_roots())
+
+
+def hash_sources(roots: list[Path]) -> str:
+    """``src-<16 hex>`` over the ``*.py`` files under ``roots`` and :data:`RESULT_PACKAGES`' versions."""
+    h = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            h.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
+            h.update(path.read_bytes())
+            h.update(b"\0")
+    for pkg in RESULT_PACKAGES:
+        try:
+            h.update(f"{pkg}=={version(pkg)}\0".encode())
+        except PackageNotFoundError:
+            pass
+    return "src-" + h.hexdigest()[:16]

@@ -1,0 +1,40 @@
+"""Cache keys and fingerprints hash the code that computes, never outputs (issue 18, cause 4)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from conftest import ROOT
+
+from fairmiss.codeversion import code_version, hash_sources, source_roots
+
+
+def test_this_process_hashes_library_flows_and_tasks():
+    roots = source_roots()
+    assert roots[:1] == [ROOT / "src" / "fairmiss"] and ROOT / "flows" in roots and ROOT / "tasks" in roots
+    assert code_version() == hash_sources(roots) and code_version().startswith("src-")
+
+
+def test_outputs_do_not_change_the_code_version_sources_do(tmp_path):
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{ROOT}", str(clone)], check=True, timeout=300)
+    roots = [clone / "src" / "fairmiss", clone / "flows", clone / "tasks"]
+    v0 = hash_sources(roots)
+    # what running a study does: rewrite tracked results, write processed data, reports, a store
+    for m in (clone / "results").glob("*/metrics.json"):
+        m.write_text(m.read_text() + "\n")
+    (clone / "processed").mkdir(exist_ok=True)
+    (clone / "processed" / "x.parquet").write_bytes(b"x")
+    (clone / "mlruns").mkdir(exist_ok=True)
+    (clone / "mlruns" / "mlflow.db").write_bytes(b"x")
+    (clone / "README.md").write_text("edited\n")
+    (clone / "params" / "compas_default.yaml").write_text("# a config enters keys through its own hash\n")
+    assert hash_sources(roots) == v0
+    # a change of the library, a flow or a task is a new code version
+    for rel in ("src/fairmiss/metrics.py", "flows/experiment.py", "tasks/experiment.py"):
+        f = clone / rel
+        original = f.read_text()
+        f.write_text(original + "\n# changed\n")
+        assert hash_sources(roots) != v0, rel
+        f.write_text(original)
+    assert hash_sources(roots) == v0
