@@ -679,3 +679,101 @@ def test_logistic_losses_are_numpy_logaddexp_bit_for_bit():
         r0, r1 = np.logaddexp(0, f), np.logaddexp(0, -f)
     assert np.array_equal(l0, r0) and np.array_equal(l1, r1)
     assert np.array_equal(np.signbit(l0), np.signbit(r0)) and np.array_equal(np.signbit(l1), np.signbit(r1))
+
+
+# ---- issue 19: counterfactual twins cost exactly 0 under one rule; an honest certificate ----------
+
+def _twin_instance(seed, n=40, d=7, t=10, clones=0):
+    """Points with ``t`` counterfactual twins that differ from their partner by a random vector in the
+    protected span A (so the projections differ only by round-off), plus ``clones`` extra twins of
+    point ``t`` (more twins than a small k can list)."""
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.1, 10, size=d)
+    X[:, 0] = X[:, 0] > 0
+    fm = FairMetric().fit(X, protected_columns=[0])
+    B = fm.basis_
+    X[:t] = X[t:2 * t] + rng.normal(size=(t, B.shape[1])) @ B.T
+    for c in range(clones):
+        X[2 * t + c] = X[t] + rng.normal(size=B.shape[1]) @ B.T
+    gid = np.arange(n)  # twin classes by construction: i and t + i, and the clones of point t
+    gid[t:2 * t] = np.arange(t)
+    gid[2 * t:2 * t + clones] = 0
+    twin = gid[:, None] == gid[None, :]
+    Z = fm.project(X)
+    y = (X[:, 2] + rng.normal(size=n) > 0).astype(int)
+    f = 2 * rng.normal(size=n)
+    return Z, y, np.logaddexp(0, f), np.logaddexp(0, -f), twin
+
+
+def _linprog_value(Z, twin, y, l0, l1, eps):
+    """Brute-force oracle: the full transport LP with scipy's linprog (HiGHS), costs from the
+    differences of Z and exactly 0 for twins *by construction* (not by any tolerance)."""
+    from scipy.optimize import linprog
+
+    n = len(y)
+    C = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    C[twin] = 0.0
+    R = np.where(y[None, :] == 1, l1[:, None], l0[:, None])  # R[i, j], i destination, j source
+    # variables Pi[i, j] flattened row-major; column sums 1/n, <C, Pi> <= eps
+    A_eq = np.kron(np.ones((1, n)), np.eye(n))
+    res = linprog(-R.ravel(), A_ub=C.ravel()[None, :], b_ub=[eps], A_eq=A_eq, b_eq=np.full(n, 1.0 / n),
+                  bounds=(0, None), method="highs")
+    assert res.status == 0, res.message
+    return -res.fun
+
+
+def test_twins_cost_exactly_zero_in_both_builders_and_costs_agree():
+    Z, y, l0, l1, twin = _twin_instance(0)
+    d2 = ((Z[:10] - Z[10:20]) ** 2).sum(1)
+    assert (d2 > 0).sum() >= 5 and d2.max() < 1e-25  # round-off: the case of the issue (~1e-33 .. 1e-29)
+    ca, ck = all_candidates(Z), knn_candidates(Z, k=6)
+    dense = np.zeros((len(y), len(y)))
+    dense[ca.rows, ca.cols] = ca.costs
+    assert (dense[twin] == 0).all() and (dense[~twin] > 1e-6).all()
+    # every kNN entry has the all-candidates cost (same rule; float rounding only)
+    np.testing.assert_allclose(ck.costs, dense[ck.rows, ck.cols], rtol=1e-12, atol=0)
+    assert np.array_equal(ck.costs == 0, dense[ck.rows, ck.cols] == 0)
+    assert (ck.costs[twin[ck.rows, ck.cols]] == 0).all()
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.05, 0.5])
+def test_knn_solution_equals_all_candidates_and_linprog_with_twins(eps):
+    """At eps = 0 the twin moves are the only feasible ones. Before the fix the kNN value was 1.0658
+    vs 1.3638 (seed 0, eps 0) with uncertified_columns == 0."""
+    certified = 0
+    for seed in range(5):
+        Z, y, l0, l1, twin = _twin_instance(seed)
+        oracle = _linprog_value(Z, twin, y, l0, l1, eps)
+        ra = solve_ot(all_candidates(Z), eps, y=y, loss0=l0, loss1=l1, method="dual")
+        assert ra.robust_loss == pytest.approx(oracle, abs=1e-9)
+        for method in ("dual", "greedy", "lp"):
+            rk = solve_ot(knn_candidates(Z, k=6), eps, y=y, loss0=l0, loss1=l1, method=method)
+            assert rk.robust_loss <= oracle + 1e-9
+            if rk.info["uncertified_columns"] == 0:
+                certified += 1
+                assert rk.robust_loss == pytest.approx(oracle, abs=1e-9), (seed, method)
+            else:  # honest: the certificate may only be withheld, never claimed wrongly
+                assert rk.robust_loss <= oracle + 1e-9
+    assert certified >= 5
+
+
+def test_certificate_is_withheld_when_unlisted_twins_exist():
+    """Point 10 has 6 twins but k = 2: the twins left out cost 0, so radius must be 0 there and the
+    column uncertified unless its listed choice is already the best possible."""
+    Z, y, l0, l1, twin = _twin_instance(1, n=40, t=10, clones=6)
+    ck = knn_candidates(Z, k=2)
+    grp = np.flatnonzero(twin[10])
+    assert len(grp) == 8
+    assert (ck.radius[grp] == 0).all()
+    oracle = _linprog_value(Z, twin, y, l0, l1, 0.0)
+    rk = solve_ot(ck, 0.0, y=y, loss0=l0, loss1=l1, method="dual")
+    if rk.robust_loss < oracle - 1e-9:
+        assert rk.info["uncertified_columns"] > 0
+
+
+def test_certificate_without_a_finite_dual_certifies_nothing():
+    Z, y, l0, l1, _ = _twin_instance(2)
+    ck = knn_candidates(Z, k=6)
+    r = solve_ot(ck, 0.0, y=y, loss0=l0, loss1=l1, method="entropic", gamma=1e-3)
+    assert not np.isfinite(r.eta)
+    assert r.info["uncertified_columns"] == len(y)

@@ -203,15 +203,54 @@ class FairMetric:
         return np.sqrt(np.einsum("ij,ij->i", D, D))
 
 
-def squared_fair_distances(Z_rows: np.ndarray, Z_cols: np.ndarray, *, sq_rows=None, sq_cols=None) -> np.ndarray:
-    """Block ``C[i, j] = ||Z_rows[i] - Z_cols[j]||^2`` of projected points (float64, clipped at 0).
+#: Relative tolerance of the twin rule (:func:`snap_twin_costs`): a squared fair distance below
+#: ``TWIN_RTOL * (1 + |z_i|^2 + |z_j|^2)`` is round-off of a zero distance (counterfactual twins:
+#: rows equal up to the protected directions, whose projections differ only by the rounding of
+#: ``X - (X B) B^T``, ~1e-33 after squaring) and is set to exactly 0.
+TWIN_RTOL = 1e-10
+#: Pairs whose expanded cost ``|a|^2 + |b|^2 - 2 a.b`` is below ``_RECOMPUTE_RTOL * (1 + |a|^2 + |b|^2)``
+#: are recomputed from their differences before the twin rule, so that the rule sees the same value
+#: whichever way the cost was first computed (the expansion's error is ~1e-16 * (|a|^2 + |b|^2)).
+_RECOMPUTE_RTOL = 1e-6
 
-    Uses the ``|a|^2 + |b|^2 - 2 a.b`` expansion, so tiny round-off is snapped to 0 to keep
-    exact counterfactual twins at cost 0.
+__all__ += ["TWIN_RTOL", "pair_costs_exact", "snap_twin_costs", "twin_tolerance"]
+
+
+def twin_tolerance(sq_rows, sq_cols):
+    """``TWIN_RTOL * (1 + |z_i|^2 + |z_j|^2)`` (broadcast): costs below it are twins (cost 0)."""
+    return TWIN_RTOL * (1.0 + np.asarray(sq_rows, dtype=np.float64) + np.asarray(sq_cols, dtype=np.float64))
+
+
+def snap_twin_costs(C, sq_rows, sq_cols):
+    """The one cost rule shared by every candidate builder (:func:`squared_fair_distances`,
+    :func:`fairmiss.models.ot.all_candidates`, :func:`fairmiss.models.ot.knn_candidates`): squared
+    fair distances are clipped at 0 and every cost below :func:`twin_tolerance` is set to exactly 0
+    (in place; returns ``C``). Exact zeros matter: at a transport budget ``eps = 0`` only zero-cost
+    moves are feasible, so a twin charged 1e-33 instead of 0 is a move the solver may not make."""
+    C[C < twin_tolerance(sq_rows, sq_cols)] = 0.0
+    return C
+
+
+def pair_costs_exact(Z_rows: np.ndarray, Z_cols: np.ndarray) -> np.ndarray:
+    """Row-wise ``||Z_rows[t] - Z_cols[t]||^2`` from the differences (no cancellation), float64, before
+    the twin rule."""
+    D = np.asarray(Z_rows, dtype=np.float64) - np.asarray(Z_cols, dtype=np.float64)
+    return np.einsum("ij,ij->i", D, D)
+
+
+def squared_fair_distances(Z_rows: np.ndarray, Z_cols: np.ndarray, *, sq_rows=None, sq_cols=None) -> np.ndarray:
+    """Block ``C[i, j] = ||Z_rows[i] - Z_cols[j]||^2`` of projected points (float64, >= 0).
+
+    Uses the ``|a|^2 + |b|^2 - 2 a.b`` expansion; pairs whose expanded value is small relative to
+    their norms (near-twins, where the expansion cancels) are recomputed from their differences, then
+    the shared twin rule (:func:`snap_twin_costs`) sets round-off of a zero distance to exactly 0.
     """
     a = np.einsum("ij,ij->i", Z_rows, Z_rows) if sq_rows is None else sq_rows
     b = np.einsum("ij,ij->i", Z_cols, Z_cols) if sq_cols is None else sq_cols
     C = a[:, None] + b[None, :] - 2.0 * (Z_rows @ Z_cols.T)
-    tol = 1e-10 * (1.0 + a[:, None] + b[None, :])
-    C[C < tol] = 0.0
-    return C
+    scale = 1.0 + a[:, None] + b[None, :]
+    I, J = np.nonzero(C < _RECOMPUTE_RTOL * scale)
+    if len(I):
+        C[I, J] = pair_costs_exact(Z_rows[I], Z_cols[J])
+    np.maximum(C, 0.0, out=C)
+    return snap_twin_costs(C, a[:, None], b[None, :])

@@ -63,7 +63,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from fairmiss.models.fair_metric import squared_fair_distances
+from fairmiss.models.fair_metric import snap_twin_costs, squared_fair_distances, twin_tolerance
 
 logger = logging.getLogger(__name__)
 
@@ -246,6 +246,10 @@ def knn_candidates(Z, *, k: int = 32, random_state=0) -> CandidateSet:
     cols = np.repeat(np.arange(n, dtype=np.int64), k + 1)
     costs = _pair_costs(Z, rows, cols)
     radius = np.maximum(rad32.astype(np.float64) - err, 0.0)
+    # an unlisted destination whose cost falls under the twin rule costs 0, not >= radius: the
+    # certificate may only use radius_j where no unlisted point can be snapped to 0
+    sqZ = np.einsum("ij,ij->i", Z, Z)
+    radius[radius < twin_tolerance(sqZ, sqZ.max())] = 0.0
     return _sorted_uniform(n, k + 1, rows, cols, costs, radius)
 
 
@@ -375,7 +379,9 @@ def _knn_rowblocks(A, Bt, Bs, sample, k, cbits):
 
 
 def _pair_costs(Z, rows, cols, chunk: int = 1 << 13) -> np.ndarray:
-    """``||Z[rows] - Z[cols]||^2`` in float64 (chunked), exactly 0 for identical rows and at home.
+    """``||Z[rows] - Z[cols]||^2`` in float64 (chunked) under the shared twin rule
+    (:func:`fairmiss.models.fair_metric.snap_twin_costs`, as :func:`all_candidates`): exactly 0 at
+    home and for counterfactual twins (whose projected difference is round-off, ~1e-33 squared).
 
     ``rows``/``cols`` hold ``w`` entries per column, column by column (``cols`` repeated).
     """
@@ -388,6 +394,8 @@ def _pair_costs(Z, rows, cols, chunk: int = 1 << 13) -> np.ndarray:
         diff = np.take(Z, R[s:s + step], axis=0, mode="clip")
         diff -= Z[s:s + step, None, :]
         out[s:s + step] = np.einsum("ijk,ijk->ij", diff, diff)
+    sq = np.einsum("ij,ij->i", Z, Z)
+    snap_twin_costs(out, sq[R], sq[:, None])
     out = out.ravel()
     out[rows == cols] = 0.0
     return out
@@ -494,6 +502,19 @@ def _eta_bracket(cand, vals) -> float:
     return float(max(ratios.max(), 0.0)) * (1 + 1e-9) + 1e-300
 
 
+def _uncertified(lmax, eta, radius, lam) -> int:
+    """Columns of a restricted (kNN) candidate set whose solution is not proven optimal for the full
+    problem: a destination outside column ``j``'s list costs ``>= radius_j`` (under the shared twin
+    rule), so its reduced value is at most ``max_i l_{y_j}[i] - eta * radius_j``; the column is
+    certified only when that cannot beat its ``lambda_j``. Without a finite dual ``eta`` (entropic at
+    ``eps = 0``, ...) nothing can be certified: every column counts (never a silent 0)."""
+    if lam is None or not np.isfinite(eta):
+        return int(len(radius))
+    # relative slack for the rounding of lambda (values ~ losses, eta * cost ~ the same scale)
+    tol = 1e-12 * (1.0 + np.abs(lam))
+    return int(np.sum(lmax - eta * radius > lam + tol))
+
+
 def _finish(cand, y, vals, entries, mass, eps, eta, method, t0, info, lmax) -> OTResult:
     n = cand.n
     keep = mass > 0
@@ -503,11 +524,10 @@ def _finish(cand, y, vals, entries, mass, eps, eta, method, t0, info, lmax) -> O
     p1 = np.bincount(rows, weights=mass * (lab == 1), minlength=n)
     p0 = np.bincount(rows, weights=mass * (lab == 0), minlength=n)
     home = cand.home_entries()
-    if not cand.complete and np.isfinite(eta):
-        # a destination outside column j's list costs >= radius_j, so its reduced value is at
-        # most max_i l_{y_j}[i] - eta * radius_j; certified when that cannot beat lambda_j
-        lam = _segment_max(vals - eta * cand.costs, cand)
-        info["uncertified_columns"] = int(np.sum(lmax - eta * cand.radius > lam + 1e-12))
+    if not cand.complete:
+        info["uncertified_columns"] = _uncertified(lmax, eta, cand.radius,
+                                                   _segment_max(vals - eta * cand.costs, cand)
+                                                   if np.isfinite(eta) else None)
     return OTResult(
         rows=rows, cols=cols, mass=mass, p0=p0, p1=p1,
         robust_loss=float(np.dot(vals[entries], mass)),
@@ -1253,9 +1273,9 @@ def solve_ot(
         lab1 = idx >= n  # the source's label is 1
         rows = idx - n * lab1  # idx = row + n * y[col]
         vals = np.take(np.concatenate([loss0, loss1]), idx, mode="clip")
-        if not _complete(candidates) and np.isfinite(eta):
+        if not _complete(candidates):
             lmax = np.where(y == 1, loss1.max(), loss0.max())
-            info["uncertified_columns"] = int(np.sum(lmax - eta * candidates.radius > lam + 1e-12))
+            info["uncertified_columns"] = _uncertified(lmax, eta, candidates.radius, lam)
         p01 = np.bincount(idx, weights=mass, minlength=2 * n)  # idx = row + n * label: p0 | p1
         res = OTResult(
             rows=rows, cols=cols, mass=mass,
