@@ -59,11 +59,19 @@ def test_same_cell_twice_is_identical(data):
     assert a.metrics == b.metrics and a.seeds == b.seeds
 
 
-def test_single_class_training_labels_fail_the_cell_not_the_run(data):
+def test_single_class_labels_are_a_data_error_before_any_fit(data):
+    """Issue 19: a table with one label class (or one group) is refused by make_split before any model is
+    fitted (it used to run every cell into a failure; a one-group table used to be reported as fair)."""
+    from fairmiss.data import DatasetError
+
     d = pipeline.Processed(data.dataset, data.df.assign(two_year_recid=0), data.features, data.group, data.label,
                            data.info, data.data_hash)
-    res = _run(d, imputers=[{"kind": "mean"}], learners=[{"kind": "decision_tree"}])
-    assert res[0].status == "failed" and "single-class labels" in res[0].error
+    with pytest.raises(DatasetError, match="label column 'two_year_recid' has a single class"):
+        _run(d, imputers=[{"kind": "mean"}], learners=[{"kind": "decision_tree"}])
+    d = pipeline.Processed(data.dataset, data.df.assign(race=1), data.features, data.group, data.label,
+                           data.info, data.data_hash)
+    with pytest.raises(DatasetError, match="group column 'race' has the single value 1"):
+        _run(d, imputers=[{"kind": "mean"}], learners=[{"kind": "decision_tree"}])
 
 
 def test_all_missing_column_in_train_is_handled(data):

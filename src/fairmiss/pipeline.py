@@ -25,7 +25,7 @@ from sklearn.pipeline import Pipeline
 
 from fairmiss.config import Cell, ExperimentConfig, missingness_label
 from fairmiss.data import get_variant
-from fairmiss.data.validate import suite_fingerprint, validate_table
+from fairmiss.data.validate import check_groups, suite_fingerprint, validate_table
 from fairmiss.impute import make_imputer, wrap_multiple
 from fairmiss.io import atomic_write_json, atomic_write_with
 from fairmiss.learners import make_learner
@@ -123,8 +123,23 @@ def persist_processed(df: pd.DataFrame, info: dict, processed_dir: Path, stem: s
         atomic_write_json(meta, info)
 
 
+def _data_where(variant, raw_dir=None) -> str:
+    """How an error names a dataset: its variant and raw file(s) (or 'synthetic')."""
+    if variant.synthetic or not variant.raw_files:
+        return f"dataset '{variant.name}' (synthetic)"
+    from fairmiss.data.acquire import default_raw_dir
+
+    base = Path(raw_dir) if raw_dir is not None else default_raw_dir()
+    return f"dataset '{variant.name}' ({', '.join(str(base / rf.filename) for rf in variant.raw_files)})"
+
+
+def _binary_label(variant) -> bool:
+    return set(variant.label_encoding) == {0, 1}
+
+
 def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed"),
-            docs_dir: Path | None = None, allow_download: bool = True, revalidate: bool = False) -> Processed:
+            docs_dir: Path | None = None, allow_download: bool = True, revalidate: bool = False,
+            fairness_metric: str | None = None) -> Processed:
     """Build the processed table from raw files, validate it (GE gate), persist it atomically.
 
     The gate is skipped when the processed metadata holds a receipt saying that a table with the same
@@ -136,6 +151,10 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
 
     variant = get_variant(dataset_spec.name)
     df, info = variant.build(raw_dir, allow_download=allow_download, **dataset_spec.options)
+    # fairness needs two groups (and both classes where the metric needs them): checked before the gate
+    # and before anything is written (processed/ included); fairness_metric=None checks groups and classes
+    check_groups(df, variant.group, variant.label, where=_data_where(variant, raw_dir),
+                 fairness_metric=fairness_metric, binary_label=_binary_label(variant))
     opts_nondefault = {k: v for k, v in info["options"].items() if variant.options.get(k) != v}
     n_rows = None if not opts_nondefault else len(df)
     h = frame_hash(df)
@@ -191,8 +210,17 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
         "split": derive_seed(cfg.seed, "split", split_index),
         "missingness": derive_seed(cfg.seed, "missingness", mlabel, split_index),
     }
+    binary = set(np.unique(y).tolist()) <= {0, 1}
+    # the configured fairness metric's needs on the whole table (before any model is fitted)
+    check_groups(df, data.group, data.label, where=f"dataset '{data.dataset}'", fairness_metric=cfg.fairness_metric,
+                 binary_label=binary)
     tr, te = split_indices(y, s, test_size=cfg.split.test_size, seed=seeds["split"] % (2**31),
                            stratify=cfg.split.stratify)
+    # the training rows must hold two groups and two classes; a test split lacking a class in a group
+    # only makes that split's gaps NaN (warned here and by fairmiss.metrics.evaluate), never 0
+    check_groups(df.iloc[tr], data.group, data.label, where=f"dataset '{data.dataset}', split {split_index} "
+                 "(training rows)")
+    _warn_test_split(df.iloc[te], data, split_index, cfg.fairness_metric, binary)
     X = df[data.features]
     if any(c in (data.group, data.label) for c in masked_columns(miss_spec)):
         raise MissingnessError(f"missingness '{mlabel}' would mask the group or the label")
@@ -205,6 +233,16 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
     if all_missing:
         logger.warning("split %d, %s: columns entirely missing in train: %s", split_index, mlabel, all_missing)
     return SplitData(split_index, mlabel, tr, te, Xm, mask_summary(mask, s), seeds)
+
+
+def _warn_test_split(test: pd.DataFrame, data: Processed, split_index: int, metric: str, binary: bool) -> None:
+    from fairmiss.data import DatasetError
+
+    try:
+        check_groups(test, data.group, data.label, where=f"split {split_index} (test rows)",
+                     fairness_metric=metric, binary_label=binary)
+    except DatasetError as exc:
+        logger.warning("%s: the gaps of this split are NaN (undefined), not 0", exc)
 
 
 def _masked_columns(spec) -> list[str]:

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from fairmiss.data.acquire import RawFile
+from fairmiss.data.csvcheck import check_finite_numbers, read_text_strict
 from fairmiss.data.registry import DatasetError, DatasetVariant, register
 
 logger = logging.getLogger(__name__)
@@ -101,11 +102,8 @@ def read_adult(path: Path) -> pd.DataFrame:
     which the legacy mode needs. Label dots are stripped.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not a UTF-8 text file ({exc})") from exc
-    rows = []
+    text = read_text_strict(path, expected="15 comma-separated fields a line, ending with 'income'")
+    rows, lines = [], []
     for lineno, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s or s.startswith("|"):
@@ -118,31 +116,39 @@ def read_adult(path: Path) -> pd.DataFrame:
                 f"{len(fields)} (wrong delimiter or truncated file?); first absent column '{col}'"
             )
         rows.append(fields)
+        lines.append(lineno)
     if not rows:
         raise DatasetError(f"{path}: no data rows (empty file?); expected column 'income' and 14 others")
     df = pd.DataFrame(rows, columns=COLUMNS, dtype=object)
-    df = df.replace("?", np.nan)
-    for col in NUMERIC:
-        num = pd.to_numeric(df[col], errors="coerce")
-        bad = num.isna() & df[col].notna()
-        if bad.any() or num.isna().any():
-            i = int(np.flatnonzero(bad | num.isna())[0])
-            raise DatasetError(f"{path}: column '{col}' has a non-numeric or missing value {df[col].iloc[i]!r} (data row {i})")
+    for col in NUMERIC:  # finite integers, no '?' (file, line, column on failure)
+        num = check_finite_numbers(path, df[col].replace("?", ""), col, lines, allow_missing=False)
+        frac = (num % 1 != 0).to_numpy()
+        if frac.any():
+            i = int(np.flatnonzero(frac)[0])
+            raise DatasetError(f"{path}: line {lines[i]}, column '{col}': non-integer value {df[col].iloc[i]!r}")
         df[col] = num.astype("int64")
+    df = df.replace("?", np.nan)
     for col, levels in LEVELS.items():
         observed = df[col].dropna()
         bad = sorted(set(observed.unique()) - set(levels))
         if bad:
-            raise DatasetError(f"{path}: column '{col}' has unknown category code(s) {bad[:5]}")
+            raise DatasetError(f"{path}: line {_first_line(df[col].isin(bad), lines)}, column '{col}': unknown "
+                               f"category code(s) {bad[:5]}")
         if col not in MISSING_COLUMNS and len(observed) < len(df):
             what = "all missing" if observed.empty else f"{len(df) - len(observed)} missing value(s)"
-            raise DatasetError(f"{path}: column '{col}' has {what} ('?'); only {list(MISSING_COLUMNS)} may")
+            raise DatasetError(f"{path}: line {_first_line(df[col].isna(), lines)}, column '{col}' has {what} ('?'); "
+                               f"only {list(MISSING_COLUMNS)} may")
     lab = df["income"].astype("string").str.rstrip(".")
     bad = sorted(set(lab.dropna().unique()) - set(LABELS))
     if bad or lab.isna().any():
-        raise DatasetError(f"{path}: label column 'income' has unknown or missing values {bad[:5] or ['?']}")
+        first = _first_line((lab.isin(bad) | lab.isna()).fillna(True), lines)
+        raise DatasetError(f"{path}: line {first}, label column 'income' has unknown or missing values {bad[:5] or ['?']}")
     df["income"] = lab.map(LABELS).astype("int64")
     return df
+
+
+def _first_line(mask, lines) -> int:
+    return int(lines[int(np.flatnonzero(np.asarray(mask, dtype=bool))[0])])
 
 
 def _read_both(paths: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame]:

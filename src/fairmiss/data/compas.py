@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from fairmiss.data.acquire import RawFile
-from fairmiss.data.registry import DatasetError, DatasetVariant, read_csv_checked, register
+from fairmiss.data.csvcheck import read_csv_strict
+from fairmiss.data.registry import DatasetError, DatasetVariant, register
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +42,20 @@ _REQUIRED = [
     "age_cat", "race", "sex", "priors_count", "c_charge_degree", "two_year_recid",
     "days_b_screening_arrest", "is_recid", "score_text",
 ]
+# numeric columns read by some variant (checked for finite values when present)
+_NUMERIC = ["priors_count", "two_year_recid", "is_recid", "days_b_screening_arrest", "juv_fel_count",
+            "juv_misd_count", "juv_other_count", "age", "decile_score", "c_days_from_compas", "r_days_from_arrest"]
 AGE_CATS = {"25 - 45": "age_cat_25-45", "Greater than 45": "age_cat_Greater-than-45", "Less than 25": "age_cat_Less-than-25"}
 
 
 def read_compas(path: Path) -> pd.DataFrame:
-    """Read the raw file, drop PII at once, check required columns and value sets."""
-    df = read_csv_checked(path, _REQUIRED)
+    """Read the raw file, drop PII at once, check required columns and value sets.
+
+    Read strictly (:func:`fairmiss.data.csvcheck.read_csv_strict`): a truncated line, a duplicated
+    required column with different values, a non-UTF-8 byte or a non-finite number (``inf``, ``nan``
+    text) in a numeric column is a :class:`DatasetError` naming the file, line and column.
+    """
+    df = read_csv_strict(path, _REQUIRED, numeric=_NUMERIC)
     df = df.drop(columns=[c for c in _PII if c in df.columns])
     for col, allowed in {"age_cat": set(AGE_CATS), "sex": {"Male", "Female"}, "c_charge_degree": {"F", "M", "O"}}.items():
         bad = set(df[col].dropna().unique()) - allowed

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from fairmiss.data.acquire import RawFile
+from fairmiss.data.csvcheck import check_finite_numbers, read_text_strict
 from fairmiss.data.registry import DatasetError, DatasetVariant, register
 
 logger = logging.getLogger(__name__)
@@ -82,11 +83,8 @@ STATUS_COLUMNS = [f"personal_status_{c}" for c in LEVELS["personal_status"]]
 def read_german(path: Path) -> pd.DataFrame:
     """Parse ``german.data``; fail naming file, line and column on any malformed field."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not a UTF-8 text file ({exc})") from exc
-    rows = []
+    text = read_text_strict(path, expected="21 space-separated fields a line, ending with 'credit_risk'")
+    rows, lines = [], []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -98,24 +96,28 @@ def read_german(path: Path) -> pd.DataFrame:
                 f"(wrong delimiter or truncated file?); first absent column '{col}'"
             )
         rows.append(fields)
+        lines.append(lineno)
     if not rows:
         raise DatasetError(f"{path}: no data rows (empty file?); expected 21 columns ending with 'credit_risk'")
     df = pd.DataFrame(rows, columns=COLUMNS, dtype=object)
-    for col in [*NUMERIC, "credit_risk"]:
-        num = pd.to_numeric(df[col], errors="coerce")
-        if num.isna().any():
-            i = int(np.flatnonzero(num.isna())[0])
-            raise DatasetError(f"{path}: column '{col}' has non-numeric value {df[col].iloc[i]!r} (line {i + 1})")
+    for col in [*NUMERIC, "credit_risk"]:  # finite integers (file, line, column on failure)
+        num = check_finite_numbers(path, df[col], col, lines, allow_missing=False)
+        frac = (num % 1 != 0).to_numpy()
+        if frac.any():
+            i = int(np.flatnonzero(frac)[0])
+            raise DatasetError(f"{path}: line {lines[i]}, column '{col}': non-integer value {df[col].iloc[i]!r}")
         df[col] = num.astype("int64")
     for col, levels in LEVELS.items():
         bad = sorted(set(df[col].unique()) - set(levels))
         if bad:
             extra = " (in the codebook but absent from the UCI file; not encoded by this variant)" \
                 if set(bad) <= CODEBOOK_ONLY.get(col, set()) else ""
-            raise DatasetError(f"{path}: column '{col}' has unknown category code(s) {bad[:5]}{extra}")
+            line = lines[int(np.flatnonzero(df[col].isin(bad).to_numpy())[0])]
+            raise DatasetError(f"{path}: line {line}, column '{col}': unknown category code(s) {bad[:5]}{extra}")
     bad = sorted(set(df["credit_risk"].unique()) - {1, 2})
     if bad:
-        raise DatasetError(f"{path}: label column 'credit_risk' must be 1 (good) or 2 (bad), got {bad[:5]}")
+        line = lines[int(np.flatnonzero(df["credit_risk"].isin(bad).to_numpy())[0])]
+        raise DatasetError(f"{path}: line {line}, label column 'credit_risk' must be 1 (good) or 2 (bad), got {bad[:5]}")
     return df
 
 

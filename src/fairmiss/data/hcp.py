@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from fairmiss.data.acquire import RawFile
+from fairmiss.data.csvcheck import read_csv_strict
 from fairmiss.data.registry import DatasetError, DatasetVariant, register
 from fairmiss.io import sha256_file
 
@@ -68,31 +69,25 @@ def write_connectome_table(subjects, matrices: np.ndarray, path: Path) -> Path:
     return Path(path)
 
 
-def _read(path: Path, required: list[str]) -> pd.DataFrame:
-    try:
-        df = pd.read_csv(path)
-    except pd.errors.EmptyDataError as exc:
-        raise DatasetError(f"{path}: empty file; expected columns {required[:6]}…") from exc
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path}: cannot parse CSV: {exc}") from exc
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        hint = " (wrong delimiter? the file must be comma-separated)" if df.shape[1] == 1 else ""
-        raise DatasetError(f"{path}: missing required column(s) {missing[:6]}{'…' if len(missing) > 6 else ''}{hint}")
-    if df.empty:
-        raise DatasetError(f"{path}: no data rows")
-    return df
+def _read(path: Path, required: list[str], numeric=()) -> pd.DataFrame:
+    """Strict read (:func:`fairmiss.data.csvcheck.read_csv_strict`): a truncated line, a duplicated
+    column, a non-finite or non-numeric edge strength, non-UTF-8 bytes -> file, line and column."""
+    return read_csv_strict(path, required, numeric=numeric, columns="required")
 
 
 def _build_hcp(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
     cpath, spath = paths[HCP_CONNECTOME.filename], paths[HCP_SUBJECTS.filename]
-    conn = _read(cpath, ["Subject", *EDGES])
+    conn = _read(cpath, ["Subject", *EDGES], numeric=EDGES)
     subj = _read(spath, ["Subject", GROUP, *DRUGS])
     info: dict = {"rows_connectome": len(conn), "rows_subjects": len(subj),
                   "raw_sha256_actual": {p.name: sha256_file(p) for p in (cpath, spath)}}
     for name, df in ((cpath, conn), (spath, subj)):
-        if df["Subject"].duplicated().any():
-            raise DatasetError(f"{name}: column 'Subject' has duplicated ids")
+        dup = df["Subject"].duplicated()
+        if dup.any():
+            i = int(np.flatnonzero(dup.to_numpy())[0])
+            line = df.attrs["lines"][i] if "lines" in df.attrs else i + 2
+            raise DatasetError(f"{name}: line {line}, column 'Subject': duplicated id {df['Subject'].iloc[i]!r} "
+                               f"({int(dup.sum())} duplicate row(s))")
     X = conn[EDGES].apply(pd.to_numeric, errors="coerce")
     bad = X.isna() & conn[EDGES].notna()
     if bad.to_numpy().any():

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from fairmiss.data.acquire import RawFile
+from fairmiss.data.csvcheck import read_csv_strict
 from fairmiss.data.registry import DatasetError, DatasetVariant, register
 from fairmiss.io import sha256_file
 
@@ -83,31 +84,13 @@ def read_hsls(path: Path) -> pd.DataFrame:
     """Read the needed columns of a real-format HSLS student CSV, reserve codes as NaN."""
     path = Path(path)
     need = [RACE, *FEATURES, SCORE]
-    try:
-        header = pd.read_csv(path, nrows=0)
-    except pd.errors.EmptyDataError as exc:
-        raise DatasetError(f"{path}: empty file; expected HSLS columns {need}") from exc
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path}: cannot parse CSV: {exc}") from exc
-    cols = [c.strip().upper() for c in header.columns]
-    missing = [c for c in need if c not in cols]
-    if missing:
-        hint = " (wrong delimiter? the file must be comma-separated)" if len(cols) == 1 else ""
-        raise DatasetError(f"{path}: missing required column(s) {missing}{hint}")
-    usecols = [header.columns[cols.index(c)] for c in need]
-    try:
-        df = pd.read_csv(path, usecols=usecols)
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise DatasetError(f"{path}: cannot parse CSV (truncated or malformed?): {exc}") from exc
-    df.columns = [c.strip().upper() for c in df.columns]
-    if df.empty:
-        raise DatasetError(f"{path}: no data rows")
+    # strict: truncated lines, duplicated columns, inf/nan text, non-UTF-8 bytes -> file, line, column
+    df = read_csv_strict(path, need, numeric=need, normalize=lambda h: h.strip().upper(), columns="required")
+    df = df[need].copy()
+    lines = df.attrs.get("lines")
     for c in need:
-        num = pd.to_numeric(df[c], errors="coerce")
-        bad = num.isna() & df[c].notna()
-        if bad.any():
-            raise DatasetError(f"{path}: column '{c}' has non-numeric value(s) {df.loc[bad, c].astype(str).head(3).tolist()}")
-        df[c] = _reserve_to_nan(c, num.astype("float64"))
+        df[c] = _reserve_to_nan(c, df[c].astype("float64"))
+    df.attrs["lines"] = lines
     race = df[RACE]
     bad = sorted(set(race.dropna().unique()) - {*URM_CODES, *WA_CODES, MULTI_CODE})
     if bad:

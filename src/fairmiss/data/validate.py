@@ -16,14 +16,24 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from fairmiss.data.registry import PII_COLUMNS, DatasetVariant
+from fairmiss.data.registry import PII_COLUMNS, DatasetError, DatasetVariant
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["DataValidationError", "ValidationReport", "validate_table", "build_expectations", "expectation_specs",
-           "suite_fingerprint"]
+           "suite_fingerprint", "check_groups", "nonfinite_failures", "FINITE_MAX", "METRIC_NEEDS"]
+
+#: bounds of the finiteness expectation on every numeric feature without a declared range
+FINITE_MAX = float(np.finfo(np.float64).max)
+
+#: which label classes each configured fairness metric needs in *every* group (spec 000 §1.1): the FNR
+#: (and TPR) gap is undefined for a group without positives, the FPR gap for a group without negatives
+METRIC_NEEDS = {"fnr_difference": (1,), "tpr_difference": (1,), "fpr_difference": (0,),
+                "equalized_odds_difference": (0, 1), "equalized_odds_sum": (0, 1), "gap_rms": (0, 1),
+                "demographic_parity_difference": (), "accuracy_difference": ()}
 
 
 class DataValidationError(ValueError):
@@ -58,6 +68,9 @@ def expectation_specs(variant: DatasetVariant, n_rows: int | None = None) -> lis
         if col in variant.numeric_ranges:
             lo, hi = variant.numeric_ranges[col]
             specs.append(("ExpectColumnValuesToBeBetween", {"column": col, "min_value": lo, "max_value": hi}))
+        elif ftype in ("numeric", "categorical"):  # finite (NaN = missing is allowed; ±inf is not)
+            specs.append(("ExpectColumnValuesToBeBetween", {"column": col, "min_value": -FINITE_MAX,
+                                                             "max_value": FINITE_MAX}))
     for col, enc in ((variant.group, variant.group_encoding), (variant.label, variant.label_encoding)):
         specs.append(("ExpectColumnValuesToNotBeNull", {"column": col}))
         specs.append(("ExpectColumnValuesToBeInSet", {"column": col, "value_set": sorted(enc)}))
@@ -133,6 +146,10 @@ def validate_table(
         failures = [_describe(r) for r in vres.results if not r.success]
         if leaked:
             failures.insert(0, f"PII columns present: {leaked}")
+        for msg in nonfinite_failures(df, variant):  # unless the expectation reported the column already
+            col = msg.split("'")[1]
+            if not any("between" in f.lower() and f"'column': '{col}'" in f for f in failures):
+                failures.append(msg)
         index = None
         if docs_dir is not None:
             site = Path(tmp) / "gx" / "uncommitted" / "data_docs" / "local_site"
@@ -159,3 +176,60 @@ def validate_table(
     if failures and raise_on_failure:
         raise DataValidationError(variant.name, failures)
     return report
+
+
+def nonfinite_failures(df: pd.DataFrame, variant: DatasetVariant) -> list[str]:
+    """One failure per feature column holding ±inf (NaN is a missing value, allowed), with the row count
+    and the first row: a belt-and-braces check beside the expectation (a non-finite value reaching a
+    learner fails every cell, and the run would end with an empty table)."""
+    out = []
+    for col in variant.features:
+        if col not in df.columns or not pd.api.types.is_numeric_dtype(df[col]) or pd.api.types.is_bool_dtype(df[col]):
+            continue
+        v = df[col].to_numpy(dtype=float, na_value=np.nan)
+        inf = np.isinf(v)
+        if inf.any():
+            out.append(f"column '{col}': {int(inf.sum())} non-finite value(s) (±inf), first in row "
+                       f"{int(np.flatnonzero(inf)[0])}")
+    return out
+
+
+def check_groups(df: pd.DataFrame, group: str, label: str, *, where: str, fairness_metric: str | None = None,
+                 binary_label: bool = True) -> None:
+    """Refuse data on which between-group fairness is undefined, before any model is fitted.
+
+    * fewer than two values in the ``group`` column (a one-group dataset or split would otherwise be
+      reported as perfectly fair: a difference over one group is 0.0 in fairlearn);
+    * fewer than two label classes (no classifier can be trained or evaluated);
+    * with ``fairness_metric`` (and a binary label): a group lacking the label class the metric needs
+      (:data:`METRIC_NEEDS`; e.g. no positives for ``fnr_difference``).
+
+    Raises :class:`~fairmiss.data.registry.DatasetError` (one line: ``where`` — the dataset and its raw
+    files, or the split —, the column, the counts). A single *test* split lacking a class is not an
+    error: its rates are NaN with a warning (:func:`fairmiss.metrics.evaluate`).
+    """
+    if group not in df.columns or label not in df.columns:
+        return
+    g = df[group]
+    levels = [v.item() if hasattr(v, "item") else v for v in pd.unique(g.dropna())]
+    if len(levels) < 2:
+        shown = "no value" if not len(levels) else f"the single value {levels[0]!r}"
+        raise DatasetError(f"{where}: group column '{group}' has {shown} in all {len(df)} rows; between-group "
+                           "fairness metrics need at least two groups (a one-group dataset is not 'perfectly fair', "
+                           "its gaps are undefined)")
+    y = df[label]
+    if y.nunique(dropna=True) < 2:
+        raise DatasetError(f"{where}: label column '{label}' has a single class {sorted(y.dropna().unique().tolist())} "
+                           f"in all {len(df)} rows")
+    if fairness_metric is None or not binary_label:
+        return
+    need = METRIC_NEEDS.get(fairness_metric, ())
+    counts = pd.crosstab(g, y)
+    for cls in need:
+        for lv in sorted(levels, key=str):
+            n = int(counts.loc[lv, cls]) if cls in counts.columns and lv in counts.index else 0
+            lv = lv.item() if hasattr(lv, "item") else lv
+            if n == 0:
+                what = "positives" if cls == 1 else "negatives"
+                raise DatasetError(f"{where}: group {lv!r} of column '{group}' has no {what} ({label} = {cls}); "
+                                   f"'{fairness_metric}' is undefined for it")
