@@ -12,3 +12,9 @@ for _k, _v in {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "GX_ANALYTICS_ENABLE
                # default BLAS thread count (the Zafar CCP was seen to end differently with 1 vs 2 threads).
                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}.items():
     os.environ.setdefault(_k, _v)
+
+# One OpenBLAS kernel on every x86-64 CPU with AVX2 (before numpy is imported): the BLAS inside SciPy's
+# optimisers otherwise moves chaotic fits (Zafar) between CPUs — see fairmiss.cpu.
+from fairmiss.cpu import pin_blas_kernel  # noqa: E402  (imports neither numpy nor anything heavy)
+
+pin_blas_kernel()

@@ -18,11 +18,34 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# the same OpenBLAS kernel as the flows use (fairmiss.cpu), set before any test imports numpy
+from fairmiss.cpu import pin_blas_kernel  # noqa: E402
+
+pin_blas_kernel()
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")
 if "FAIRMISS_DATA_MIRROR" not in os.environ and (ROOT.parent / "shared" / "data" / "raw").is_dir():
     os.environ["FAIRMISS_DATA_MIRROR"] = str(ROOT.parent / "shared" / "data" / "raw")
+
+
+def cpu_variants(blas: bool = True) -> list[dict]:
+    """Environments that make numpy / OpenBLAS take other code paths on this CPU (issue 18): numpy's
+    dispatch with its optional SIMD levels disabled (down to its baseline, as on an older CPU), with only
+    the AVX-512 ones disabled when this CPU has them, and (``blas``) OpenBLAS kernels of older x86 cores,
+    which run on any x86-64 CPU. The first entry is the unchanged environment."""
+    from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_dispatch__, __cpu_features__
+
+    optional = [f for f in __cpu_dispatch__ if __cpu_features__.get(f) and f not in __cpu_baseline__]
+    variants = [{}]
+    if optional:
+        variants.append({"NPY_DISABLE_CPU_FEATURES": " ".join(optional)})
+    avx512 = [f for f in optional if f.startswith("AVX512") or f == "X86_V4"]
+    if avx512 and len(avx512) < len(optional):
+        variants.append({"NPY_DISABLE_CPU_FEATURES": " ".join(avx512)})
+    if blas:
+        variants += [{"OPENBLAS_CORETYPE": core} for core in ("Prescott", "Sandybridge", "Haswell")]
+    return variants
 
 
 @pytest.fixture(scope="session")

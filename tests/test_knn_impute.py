@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from sklearn.impute import KNNImputer
 
+from conftest import cpu_variants
+
 from fairmiss.models.knn_impute import TieAwareKNNImputer, nan_euclidean_fixed
 
 
@@ -134,29 +136,6 @@ for name, X in (("int", rng.integers(0, 4, size=(700, 6)).astype(float)), ("floa
         out[f"{name}-{ties}"] = hashlib.sha256(np.ascontiguousarray(Z).tobytes()).hexdigest()
 print(json.dumps(out))
 """
-
-
-def cpu_variants() -> list[dict]:
-    """Environments that make numpy / OpenBLAS take other code paths on this CPU: numpy's dispatch with
-    its optional SIMD features disabled (down to its baseline, as on an older or ARM-less-wide CPU) and
-    OpenBLAS kernels of older x86 cores (every one of them runs on any x86-64 CPU)."""
-    import numpy as np
-
-    try:
-        from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_dispatch__, __cpu_features__
-    except ImportError:  # pragma: no cover - numpy < 2
-        from numpy.core._multiarray_umath import __cpu_baseline__, __cpu_dispatch__, __cpu_features__
-    optional = [f for f in __cpu_dispatch__ if __cpu_features__.get(f) and f not in __cpu_baseline__]
-    variants = [{}]
-    if optional:
-        variants.append({"NPY_DISABLE_CPU_FEATURES": " ".join(optional)})
-    avx512 = [f for f in optional if f.startswith("AVX512") or f in ("X86_V4",)]
-    if avx512:
-        variants.append({"NPY_DISABLE_CPU_FEATURES": " ".join(avx512)})
-    for core in ("Prescott", "Sandybridge", "Haswell"):
-        variants.append({"OPENBLAS_CORETYPE": core})
-    del np
-    return variants
 
 
 def test_bit_identical_under_simulated_cpus():

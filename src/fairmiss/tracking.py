@@ -48,6 +48,7 @@ from mlflow.tracking import MlflowClient
 
 import fairmiss
 from fairmiss.codeversion import code_version
+from fairmiss.cpu import cpu_fingerprint
 from fairmiss.config import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -263,8 +264,12 @@ class Tracker:
             loc = None
             if self.uri.startswith("sqlite:///"):
                 # artifacts beside the database: sqlite:///mlruns/mlflow.db -> mlruns/artifacts/<experiment>
+                from fairmiss.io import safe_child
+
                 db = Path(self.uri[len("sqlite:///"):])
-                loc = (db.resolve().parent / "artifacts" / experiment_name).as_uri()
+                # the name becomes a directory: one safe component that stays under mlruns/artifacts
+                loc = safe_child(db.resolve().parent / "artifacts", experiment_name,
+                                 what="tracking.experiment_name").resolve().as_uri()
             return self.client.create_experiment(experiment_name, artifact_location=loc)
         return exp.experiment_id
 
@@ -275,6 +280,7 @@ class Tracker:
         t.setdefault("fairmiss.version", fairmiss.__version__)
         t.setdefault("git.commit", git_commit())  # informational only; keys use code.version
         t.setdefault("code.version", code_version())
+        t.setdefault("cpu.fingerprint", cpu_fingerprint())  # what CPU-sensitive cells depend on
         t.setdefault("run.host", socket.gethostname())
         t.setdefault("run.pid", str(os.getpid()))
         if parent_id:

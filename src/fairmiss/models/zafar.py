@@ -100,15 +100,34 @@ __all__ = ["DisparateMistreatmentClassifier", "CONS_TYPE"]
 CONS_TYPE = {"none": -1, "fpr": 1, "fnr": 2, "eo": 4}
 
 
+# Fixed-order products instead of BLAS (issue 18). The penalty CCP is chaotic: the last bits of one
+# matrix-vector product change which SLSQP step is accepted, and OpenBLAS's kernels (Haswell,
+# Sandybridge, Prescott — chosen by the CPU) sum in different orders: mean + Zafar τ 0.01 on COMPAS,
+# split 0, ended at test accuracy 0.548 / 0.499 / 0.571. Element-wise products are rounded identically
+# everywhere, and numpy's reductions run in a fixed order, so these give the same bits on every CPU.
+def _mv(A, x):
+    """``A @ x`` (rows of ``A``), summed in a fixed order."""
+    return np.add.reduce(A * x, axis=1)
+
+
+def _vm(v, A):
+    """``v @ A`` (``Aᵀ v``): rows of ``A`` weighted by ``v`` and added in row order."""
+    return np.add.reduce(A * v[:, None], axis=0)
+
+
+def _dot(a, b):
+    return float(np.add.reduce(a * b))
+
+
 def _logistic_objective(theta, Xb, y, alpha):
     """Mean logistic loss + alpha/2 ‖w‖² (intercept, the last entry, unpenalised) and gradient."""
-    u = y * (Xb @ theta)
+    u = y * _mv(Xb, theta)
     n = len(y)
     loss = np.logaddexp(0.0, -u).sum() / n
-    grad = Xb.T @ (-y * expit(-u)) / n
+    grad = _vm(-y * expit(-u), Xb) / n
     w = theta.copy()
     w[-1] = 0.0
-    return loss + 0.5 * alpha * (w @ w), grad + alpha * w
+    return loss + 0.5 * alpha * _dot(w, w), grad + alpha * w
 
 
 class _DCTerm:
@@ -123,18 +142,18 @@ class _DCTerm:
 
     def parts(self, theta, eps):
         """Values and gradients of P and Q at θ, with ``max(0, −u)`` smoothed to ``eps·softplus(−u/eps)``."""
-        u = self.YX @ theta
+        u = _mv(self.YX, theta)
         if eps > 0:
             h = eps * np.logaddexp(0.0, -u / eps)
             dh = -expit(-u / eps)
         else:
             h = np.maximum(0.0, -u)
             dh = -(u < 0).astype(float)
-        P, Q = self.cp @ h, self.cq @ h
-        return P, Q, (self.cp * dh) @ self.YX, (self.cq * dh) @ self.YX
+        P, Q = _dot(self.cp, h), _dot(self.cq, h)
+        return P, Q, _vm(self.cp * dh, self.YX), _vm(self.cq * dh, self.YX)
 
     def cov(self, theta):
-        return float(self.c @ np.minimum(0.0, self.YX @ theta))
+        return _dot(self.c, np.minimum(0.0, _mv(self.YX, theta)))
 
 
 class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
@@ -407,8 +426,8 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
                 out = []
                 for t, c, (P0, Q0, gP0, gQ0) in zip(terms, cs, lin):
                     P, Q, _, _ = t.parts(th, eps)
-                    Qhat = Q0 + gQ0 @ (th - theta)
-                    Phat = P0 + gP0 @ (th - theta)
+                    Qhat = Q0 + _dot(gQ0, th - theta)
+                    Phat = P0 + _dot(gP0, th - theta)
                     out += [P - Qhat - c, Q - Phat - c]
                 return z[d:] - np.array(out)  # s_j − (convex − tangent − c) ≥ 0
 
@@ -467,7 +486,7 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_[0] + self.intercept_[0]
+        return _mv(X, self.coef_[0]) + self.intercept_[0]
 
     def predict_proba(self, X):
         """Logistic probabilities ``[P(classes_[0]), P(classes_[1])]``.
