@@ -390,3 +390,71 @@ def test_user_supplied_files_are_never_downloaded(tmp_path, monkeypatch):
         assert all(rf.url is None and rf.sha256 is None and rf.note for rf in v.raw_files)
         with pytest.raises(RawDataMissingError, match="not redistributable|restricted|HCP"):
             v.build(tmp_path)
+
+
+# ---- issue 18 (HCP stand-in independent of the CPU's BLAS kernel / SIMD level) -------------------------
+
+_HCP_CHILD = r"""
+import hashlib, sys
+from fairmiss.data.hcp import generate_hcp_synthetic
+df = generate_hcp_synthetic()
+h = hashlib.sha256(df.to_numpy(dtype="float64").tobytes())
+h.update(df["hard_drug_positive"].to_numpy().tobytes())
+print(h.hexdigest())
+"""
+
+
+def _hcp_hash_under(env_extra: dict) -> str:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
+    env.update(env_extra)
+    out = subprocess.run([sys.executable, "-c", _HCP_CHILD], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _old_cpu_env() -> dict:
+    """An older CPU simulated: OpenBLAS's Prescott kernel and numpy's AVX-512 levels disabled (every optional
+    SIMD level when this CPU has no AVX-512)."""
+    from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_dispatch__, __cpu_features__
+
+    optional = [f for f in __cpu_dispatch__ if __cpu_features__.get(f) and f not in __cpu_baseline__]
+    avx512 = [f for f in optional if f.startswith("AVX512") or f == "X86_V4"]
+    env = {"OPENBLAS_CORETYPE": "Prescott"}
+    if avx512 or optional:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(avx512 or optional)
+    return env
+
+
+def test_hcp_synthetic_is_identical_on_an_older_cpu():
+    """The stand-in's table (features and labels) is bit-identical under another BLAS kernel and SIMD level:
+    its factor product is a fixed-order loop, not a BLAS ``S @ W`` (whose summation order is the kernel's)."""
+    from fairmiss.data.hcp import generate_hcp_synthetic
+
+    df = generate_hcp_synthetic()
+    import hashlib
+
+    h = hashlib.sha256(df.to_numpy(dtype="float64").tobytes())
+    h.update(df["hard_drug_positive"].to_numpy().tobytes())
+    assert _hcp_hash_under(_old_cpu_env()) == h.hexdigest()
+
+
+@pytest.mark.slow
+def test_hcp_synthetic_is_identical_under_every_cpu_variant():
+    from conftest import cpu_variants
+
+    hashes = {str(v): _hcp_hash_under(v) for v in cpu_variants()}
+    assert len(set(hashes.values())) == 1, hashes
+
+
+def test_hcp_synthetic_factor_product_equals_blas_up_to_rounding():
+    """The fixed-order loop computes the same product as ``S @ W`` (to rounding), so the stand-in's
+    calibration (rank-10 structure, scanner effect, prevalence) is unchanged."""
+    from fairmiss.data.hcp import generate_hcp_synthetic
+
+    df = generate_hcp_synthetic()
+    assert df.shape == (1056, 2280)
+    assert 0.25 < df["hard_drug_positive"].mean() < 0.35
+    assert set(df["scanner"].unique()) == {0, 1}

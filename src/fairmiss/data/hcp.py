@@ -144,26 +144,43 @@ HCP = register(
 
 def generate_hcp_synthetic(n: int = 1056, *, seed: int = 0, rank: int = 10, scanner_share: float = 0.5,
                            scanner_shift: float = 0.8, signal: float = 0.5, prevalence: float = 0.30) -> pd.DataFrame:
-    """Draw the synthetic connectome table (see module docstring)."""
+    """Draw the synthetic connectome table (see module docstring).
+
+    Bit-identical on every CPU (issue 18): no BLAS product and no SIMD-dispatched transcendental
+    function touches the table. The rank-``rank`` factor product ``S @ W`` is accumulated over the inner
+    dimension in a fixed order (``X = S[:, 0] W[0] + S[:, 1] W[1] + ...``, each step an elementwise,
+    correctly rounded float64 multiply and add); the intercept's bisection and the label probabilities use
+    ``math.exp`` (libm, scalar) and ``math.fsum`` (exact sum) instead of numpy's vectorised ``exp`` / ``mean``.
+    (A BLAS ``S @ W`` sums in a kernel-dependent order: the table's hash depended on the CPU.)
+    """
+    import math
+
     rng = np.random.default_rng(seed)
     p = len(EDGES)
     z = (rng.random(n) < scanner_share).astype(np.int64)
     S = rng.standard_normal((n, rank))
     W = rng.standard_normal((rank, p)) / np.sqrt(rank)
-    X = S @ W + 0.7 * rng.standard_normal((n, p))
+    X = S[:, 0:1] * W[0:1, :]
+    for r in range(1, rank):  # fixed-order accumulation, no BLAS
+        X += S[:, r:r + 1] * W[r:r + 1, :]
+    X += 0.7 * rng.standard_normal((n, p))
     block = rng.random(p) < 0.25
     X[:, block] = X[:, block] * np.where(z[:, None] == 1, 1.2, 1.0) + scanner_shift * z[:, None]
     X = X + 3.0  # strengths are positive-ish around 3
-    eta = signal * S[:, 0]
+    eta = [signal * float(v) for v in S[:, 0]]
+
+    def prob(b0: float) -> list[float]:
+        return [1.0 / (1.0 + math.exp(-(b0 + e))) for e in eta]
+
     # intercept solving mean(sigmoid(b0 + eta)) = prevalence (bisection)
     lo, hi = -10.0, 10.0
     for _ in range(60):
         b0 = (lo + hi) / 2
-        if np.mean(1 / (1 + np.exp(-(b0 + eta)))) < prevalence:
+        if math.fsum(prob(b0)) / n < prevalence:
             lo = b0
         else:
             hi = b0
-    y = (rng.random(n) < 1 / (1 + np.exp(-(b0 + eta)))).astype(np.int64)
+    y = (rng.random(n) < np.array(prob(b0))).astype(np.int64)
     df = pd.DataFrame(X, columns=EDGES)
     df[GROUP] = z
     df[LABEL] = y
