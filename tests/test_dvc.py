@@ -3,9 +3,10 @@
 * raw files fetched by `fairmiss ingest all` match `data.dvc`;
 * every stage's inputs hash exactly as in the committed `dvc.lock`, and the processed tables are
   bit-identical to the committed ones;
-* the metrics equal the committed metrics files (tracked by git, `cache: false`) — bit-identical on
-  this machine kind; compared to 1e-9 so that another CPU's last-bit BLAS differences are not
-  mistaken for a broken pipeline;
+* the metrics equal the committed metrics files (tracked by git, `cache: false`) EXACTLY when this
+  machine's CPU fingerprint (numpy SIMD level + OpenBLAS kernel, fairmiss.cpu) is the one that wrote
+  them, and `git status` is then clean; on another CPU, the cells named in tests/cpu_sensitive.yaml are
+  compared within their stated tolerance (the reason is printed) and every other float within 1e-5;
 * a second `dvc repro` does nothing and `dvc status` is clean;
 * a direct `fairmiss run` of the default config writes byte-identical metrics."""
 
@@ -22,22 +23,48 @@ import pytest
 import yaml
 from conftest import ROOT
 
-pytestmark = pytest.mark.slow
 
 
-def _run(cmd, cwd, env, timeout=3600):
+#: per command; a slow or loaded machine needs far more than the ~10 min seen on the 2-core CI machine
+TIMEOUT = int(os.environ.get("FAIRMISS_DVC_TIMEOUT", "5400"))
+SENSITIVE = yaml.safe_load((ROOT / "tests" / "cpu_sensitive.yaml").read_text())
+# the whole test (ingest, two repros, a direct run) gets its own limit, sized from the per-command one
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3 * TIMEOUT)]
+
+
+def _run(cmd, cwd, env, timeout=TIMEOUT):
     r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, f"{cmd}: {r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     return r.stdout
 
 
-def _close(a, b, path=""):
+def _tolerance(path: str, exact: bool) -> tuple[float, str | None]:
+    """Allowed absolute difference at a metrics path, and why (None: exact)."""
+    if exact:
+        return 0.0, None
+    for entry in SENSITIVE["sensitive"]:
+        if entry["pattern"] in path:
+            return float(entry["abs_tol"]), entry["reason"]
+    return float(SENSITIVE["other_abs_tol"]), "another CPU: last-bit BLAS / SIMD differences"
+
+
+def _close(a, b, path="", exact=True, notes=None):
     if isinstance(a, dict):
         assert set(a) == set(b), f"{path}: keys differ"
         for k in a:
-            _close(a[k], b[k], f"{path}.{k}")
+            _close(a[k], b[k], f"{path}.{k}", exact, notes)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), f"{path}: lists differ"
+        for i, (x, y) in enumerate(zip(a, b)):
+            _close(x, y, f"{path}[{i}]", exact, notes)
     elif isinstance(a, float) or isinstance(b, float):
-        assert (a is None and b is None) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), f"{path}: {a} != {b}"
+        tol, why = _tolerance(path, exact)
+        if a is None or b is None or (math.isnan(a) and math.isnan(b)):
+            assert (a is None) == (b is None), f"{path}: {a} != {b}"
+            return
+        assert abs(a - b) <= tol, f"{path}: {a} != {b} (allowed {tol}: {why or 'same CPU fingerprint, exact'})"
+        if a != b and notes is not None:
+            notes.append(f"{path}: {a} vs {b} (within {tol}: {why})")
     else:
         assert a == b, f"{path}: {a} != {b}"
 
@@ -72,8 +99,22 @@ def test_dvc_repro_fresh_clone(tmp_path, mirror):
             assert new_lock[stage].get(key) == entry.get(key), f"{stage}: {key} differ from the committed dvc.lock"
         if stage.startswith("prepare"):
             assert new_lock[stage]["outs"] == entry["outs"], f"{stage}: processed data differ"
+    here = subprocess.run([sys.executable, "-c", "import flows; from fairmiss.cpu import cpu_fingerprint; "
+                           "print(cpu_fingerprint())"], cwd=clone, env=env, capture_output=True, text=True,
+                          timeout=120).stdout.strip()
+    assert here, "could not read the CPU fingerprint"
+    exact = here == SENSITIVE["reference_fingerprint"]
+    notes: list[str] = []
     for m, old in committed_metrics.items():
-        _close(json.loads((clone / m).read_text()), old, m)
+        _close(json.loads((clone / m).read_text()), old, m, exact=exact, notes=notes)
+    if exact:
+        # same CPU fingerprint: the committed numbers are reproduced bit for bit, so nothing tracked changed
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=clone,
+                                capture_output=True, text=True).stdout
+        assert status == "", f"dvc repro changed tracked files:\n{status}"
+    else:
+        print(f"CPU fingerprint {here} != {SENSITIVE['reference_fingerprint']} (the committed results'): compared "
+              f"with tolerances from tests/cpu_sensitive.yaml; {len(notes)} values differ:\n" + "\n".join(notes[:50]))
 
     out = _run(dvc + ["repro"], clone, env)
     assert "didn't change" in out or "up to date" in out.lower(), out[-2000:]
