@@ -1,0 +1,100 @@
+"""How much did paper 000's k-NN results depend on how ties between donors were broken? (issue 18)
+
+Runs cells of a study config at library level (no Prefect, no MLflow) with the k-NN imputer swapped
+between tie rules — ``average`` (fairmiss's default: the expectation over all tie-breaks), ``lowest_index``
+(a stable sort), and scikit-learn's ``KNNImputer`` on THIS CPU (donors picked by ``np.argpartition``,
+whose SIMD kernel orders ties) — beside mean imputation, for the chosen learners and splits. Prints
+mean ± SE over splits per (imputer variant, learner) and decides spec 000's B4c (Zafar + mean beats Zafar + k-NN) once per tie rule with
+:func:`fairmiss.claims000.figure2_claims`.
+
+    python bench/knn_ties.py params/studies/000_fig2_compas.yaml --splits 10 \
+        --learners baseline_tree_d3 agarwal_eps0.01 hardt_eo zafar_tau0.001 ... --out bench/results/knn_ties.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import flows  # noqa: F401  (pins the OpenBLAS kernel before numpy loads, as the flows do)
+import numpy as np
+import pandas as pd
+
+from fairmiss import impute, pipeline
+from fairmiss.claims000 import figure2_claims
+from fairmiss.config import load_config
+
+
+def _sklearn_knn(spec, seed):
+    from sklearn.impute import KNNImputer
+
+    return KNNImputer(n_neighbors=spec.n_neighbors, add_indicator=spec.add_indicator, keep_empty_features=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config")
+    ap.add_argument("--splits", type=int, default=10)
+    ap.add_argument("--learners", nargs="+", required=True)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    cfg = load_config(args.config)
+    data = pipeline.prepare(cfg.dataset, processed_dir=Path("processed"))
+    variants = {"knn": ("average", None), "knn_lowest": ("lowest_index", None), "knn_sklearn": (None, _sklearn_knn)}
+    rows, ties = [], []
+    t0 = time.perf_counter()
+    original = impute.IMPUTERS["knn"]
+    for split_i in range(args.splits):
+        for miss in cfg.missingness:
+            split = pipeline.make_split(cfg, data, split_i, miss)
+            for cell in cfg.cells():
+                if cell.split_index != split_i or cell.missingness is not miss or cell.learner.label not in args.learners:
+                    continue
+                if cell.imputer.kind == "mean":
+                    todo = {"mean": cell}
+                elif cell.imputer.kind == "knn":
+                    todo = {}
+                    for name, (rule, factory) in variants.items():
+                        spec = cell.imputer.model_copy(update={"ties": rule}) if rule else cell.imputer
+                        todo[name] = (cell.__class__(cell.split_index, cell.missingness, spec, cell.learner), factory)
+                else:
+                    continue
+                for name, item in todo.items():
+                    c, factory = (item, None) if name == "mean" else item
+                    pipeline._IMPUTE_CACHE.clear()
+                    impute.IMPUTERS["knn"] = factory or original
+                    try:
+                        r = pipeline.fit_evaluate(cfg, c, data, split)
+                    finally:
+                        impute.IMPUTERS["knn"] = original
+                    rows.append({"split": split_i, "imputer": name, "learner": cell.learner.label,
+                                 "status": r.status, **{k: r.metrics.get(k) for k in ("accuracy", cfg.fairness_metric)}})
+        print(f"split {split_i} done, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    cells = pd.DataFrame(rows)
+    g = cells.groupby(["imputer", "learner"])[["accuracy", cfg.fairness_metric]]
+    summary = g.mean().join(g.sem(), rsuffix="_se").round(4)
+    lines = [f"# k-NN tie rules on `{args.config}` ({args.splits} splits; {time.perf_counter() - t0:.0f} s)", "",
+             "Command: `python bench/knn_ties.py " + " ".join(argv or sys.argv[1:]) + "`", "",
+             summary.to_markdown(), ""]
+    # B4c once per k-NN variant: Zafar + mean vs Zafar + (that variant)
+    for name in variants:
+        sub = cells[cells["imputer"].isin(["mean", name])].replace({"imputer": {name: "knn"}})
+        try:
+            cl = figure2_claims(sub, "compas")
+            b4c = cl[cl["claim"] == "B4c"].iloc[0]
+            lines.append(f"- B4c with `{name}`: verdict {b4c['verdict']} — {b4c['evidence']}")
+        except Exception as exc:  # noqa: BLE001 - a bench reports, it does not stop
+            lines.append(f"- B4c with `{name}`: not decided ({exc})")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
