@@ -47,9 +47,10 @@ NONFINITE_TEXT = frozenset({"inf", "+inf", "-inf", "infinity", "+infinity", "-in
                             "-1.#qnan", "<na>"})
 
 
-def read_text_strict(path: Path, *, expected: str = "") -> str:
+def read_text_strict(path: Path, *, expected: str = "", header: bool = False) -> str:
     """The file's text as UTF-8 (BOM allowed); :class:`DatasetError` for a missing, empty or non-UTF-8 file,
-    naming the line and the byte offset in it of the first undecodable byte."""
+    naming the line of the first undecodable byte (and, for a comma-separated file with a ``header``, its
+    column)."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -65,8 +66,8 @@ def read_text_strict(path: Path, *, expected: str = "") -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         start = data.rfind(b"\n", 0, exc.start) + 1
         field = data.count(b",", start, exc.start)
-        header = data.split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r").split(",")
-        col = f", column '{header[field].strip()}'" if line > 1 and field < len(header) else ""
+        names = data.split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r").split(",")
+        col = f", column '{names[field].strip()}'" if header and line > 1 and field < len(names) else ""
         raise DatasetError(
             f"{path}: line {line}{col}: byte 0x{data[exc.start]:02x} is not valid UTF-8 (a Latin-1 / "
             f"Windows-1252 file? save it as UTF-8)") from exc
@@ -190,12 +191,15 @@ def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, nor
     """
     path = Path(path)
     required = list(required)
-    text = read_text_strict(path, expected=f"columns {required[:6]}{'…' if len(required) > 6 else ''}")
+    text = read_text_strict(path, expected=f"columns {required[:6]}{'…' if len(required) > 6 else ''}", header=True)
     layout = scan_csv(path, text, normalize=normalize)
     missing = [c for c in required if c not in layout.header]
     if missing:
         hint = " (wrong delimiter? the file must be comma-separated)" if len(layout.header) == 1 else ""
-        raise DatasetError(f"{path}: missing required column(s) {missing[:6]}{'…' if len(missing) > 6 else ''}{hint}")
+        dups = "".join(f"; column '{h}' appears {len(p)} times (fields {[k + 1 for k in p]})"
+                       for h, p in list(layout.duplicates.items())[:3])
+        raise DatasetError(f"{path}: missing required column(s) {missing[:6]}{'…' if len(missing) > 6 else ''}"
+                           f"{hint}{dups}")
     kw = {"keep_default_na": False, "na_values": [""], **read_csv_kwargs}
     names = [f"\x00{k}" for k in range(len(layout.header))]
     if columns == "required":
@@ -212,31 +216,56 @@ def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, nor
     for k, h in enumerate(layout.header):
         if f"\x00{k}" in df.columns:
             pos.setdefault(h, k)
-    for h, ps in layout.duplicates.items():
-        if h not in required:
-            continue
-        cols = [df[f"\x00{p}"] for p in ps]
-        same = all(c.equals(cols[0]) for c in cols[1:])
-        if not same:
-            first = next(i for i in range(len(df)) if any(not _same_cell(c.iloc[i], cols[0].iloc[i]) for c in cols[1:]))
-            raise DatasetError(f"{path}: header: column '{h}' appears {len(ps)} times "
-                               f"(fields {[p + 1 for p in ps]}) with different values (first at line "
-                               f"{int(layout.lines[first])}); which one is meant is ambiguous — remove or rename "
-                               "the others")
     out = pd.DataFrame({h: df[f"\x00{p}"] for h, p in sorted(pos.items(), key=lambda kv: kv[1])})
     raw_numeric = [c for c in numeric if c in out.columns]
     if raw_numeric:
-        raw = pd.read_csv(io.StringIO(text), header=0, names=[f"\x00{k}" for k in range(len(layout.header))],
-                          usecols=[pos[c] for c in raw_numeric], dtype=str, keep_default_na=False,
-                          na_filter=False, skip_blank_lines=True)
+        # fast path: the C parser reads the numeric block as float64; only columns holding a non-finite
+        # value (NaN from an empty cell, or inf/nan text) or failing to parse are checked cell by cell
+        try:
+            F = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=[pos[c] for c in raw_numeric],
+                            dtype="float64", keep_default_na=False, na_values=[""], skip_blank_lines=True)
+            suspect = [c for c in raw_numeric if not np.isfinite(F[f"\x00{pos[c]}"].to_numpy()).all()]
+        except (ValueError, pd.errors.ParserError):
+            suspect = _unparseable(text, names, [pos[c] for c in raw_numeric], raw_numeric)
+        raw = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=[pos[c] for c in suspect],
+                          dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=True) if suspect else None
         for c in raw_numeric:
+            if c not in suspect:
+                if not pd.api.types.is_numeric_dtype(out[c]) or pd.api.types.is_bool_dtype(out[c]):
+                    out[c] = F[f"\x00{pos[c]}"].to_numpy()
+                continue
             am = allow_missing if isinstance(allow_missing, bool) else c in allow_missing
             checked = check_finite_numbers(path, raw[f"\x00{pos[c]}"], c, layout.lines, allow_missing=am)
             if not pd.api.types.is_numeric_dtype(out[c]) or pd.api.types.is_bool_dtype(out[c]):
                 out[c] = checked.to_numpy()  # else pandas' own parse (int64 kept) holds the same numbers
+    dup_req = {h: ps for h, ps in layout.duplicates.items() if h in required}
+    if dup_req:  # a duplicated required column is ambiguous unless every copy holds the same text
+        raw = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=[p for ps in dup_req.values() for p in ps],
+                          dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=True)
+        for h, ps in dup_req.items():
+            cols = [raw[f"\x00{p}"].str.strip().to_numpy() for p in ps]
+            diff = np.flatnonzero(np.any([c != cols[0] for c in cols[1:]], axis=0))
+            if len(diff):
+                raise DatasetError(f"{path}: header: column '{h}' appears {len(ps)} times (fields {[p + 1 for p in ps]}) "
+                                   f"with different values (first at line {int(layout.lines[diff[0]])}); which one is "
+                                   "meant is ambiguous — remove or rename the others")
     out.attrs["lines"] = layout.lines
     return out
 
 
-def _same_cell(a, b) -> bool:
-    return (pd.isna(a) and pd.isna(b)) or a == b
+def _unparseable(text: str, names, positions, columns) -> list[str]:
+    """Columns (of ``columns``) with a cell that float() rejects or that is inf/nan-like text — found with
+    numpy's C conversion per column, so that a wide file's failing column is located without per-cell Python."""
+    A = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=positions, dtype=str, keep_default_na=False,
+                    na_filter=False, skip_blank_lines=True)
+    out = []
+    for c, p in zip(columns, positions):
+        v = A[f"\x00{p}"].to_numpy(dtype=str)
+        v = np.char.strip(v)
+        v = v[v != ""]
+        try:
+            if not np.isfinite(v.astype(np.float64)).all():
+                out.append(c)
+        except ValueError:
+            out.append(c)
+    return out
