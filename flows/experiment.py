@@ -21,12 +21,55 @@ from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
 from fairmiss import pipeline
 from fairmiss.config import ExperimentConfig, load_config, missingness_label
-from fairmiss.io import atomic_write_json, atomic_write_text
+from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.codeversion import code_version
 from fairmiss.tracking import Tracker
 from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
 
 logger = logging.getLogger(__name__)
+
+
+class CellsFailedError(RuntimeError):
+    """Every cell of a run failed: nothing to summarise, so no ``metrics.json`` is written.
+
+    ``exit_code`` (the CLI's status): 2 when the first failure is an error in the user's input (the
+    exception is a ``ValueError``, as for single-class labels, an imputer/learner rejecting the data, or a
+    :class:`~fairmiss.config.ConfigError`), 1 otherwise (e.g. a ``RuntimeError`` or ``MemoryError``: a
+    bug or the machine)."""
+
+    def __init__(self, experiment: str, n_failed: int, first_key: str, first_error: str, exit_code: int):
+        self.exit_code = exit_code
+        first = " ".join((first_error or "").split("\n")[0].split())
+        super().__init__(f"experiment '{experiment}': all {n_failed} cell(s) failed; first: {first_key}: {first} "
+                         "(each cell's error is in its MLflow run; nothing written to results)")
+
+
+#: exception names (the first word of a cell's ``error``) that mean bad input rather than a bug
+_USER_CELL_ERRORS = ("ValueError", "ConfigError", "DatasetError", "MissingnessError", "DataValidationError")
+
+
+def check_all_failed(experiment: str, results) -> None:
+    """Raise :class:`CellsFailedError` when no cell completed (reused cells count as completed)."""
+    if not results or any(r.status == "ok" for r in results):
+        return
+    first = results[0]
+    err = first.error or first.status
+    exit_code = 2 if err.split(":", 1)[0].strip() in _USER_CELL_ERRORS else 1
+    raise CellsFailedError(experiment, len(results), first.key, err, exit_code)
+
+
+def check_output_dir(path: str | Path, what: str) -> Path:
+    """An output root (``--results-dir``, ``--processed-dir``) must be a directory if it exists: checked
+    before the flow starts, so that the error is one line naming the option."""
+    from fairmiss.config import ConfigError
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{p}: {what} is not a directory")
+    parent = next((q for q in p.absolute().parents if q.exists()), None)
+    if not p.exists() and parent is not None and not parent.is_dir():
+        raise ConfigError(f"{p}: {what}: {parent} is a file, not a directory")
+    return p
 
 
 class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
@@ -95,7 +138,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     when a FINISHED parent run with the same fingerprint (config, raw data, code version) exists."""
     log = get_run_logger()
     cfg = load_config(config_path, quick=quick)
-    out_dir = Path(results_dir) / cfg.experiment
+    out_dir = safe_child(results_dir, cfg.experiment, what="experiment")
     fingerprint = run_fingerprint(cfg)
     if skip_if_unchanged:
         tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
@@ -104,7 +147,8 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
             log.info("config, data and code unchanged since run %s: skipping", previous)
             return {"skipped": True, "parent_run_id": previous, "fingerprint": fingerprint}
     acquire_task(cfg.dataset.name, raw_dir)
-    data = prepare_task(cfg.dataset, raw_dir, processed_dir, str(Path("reports") / "datadocs" / cfg.dataset.name))
+    data = prepare_task(cfg.dataset, raw_dir, processed_dir,
+                        str(safe_child(Path("reports") / "datadocs", cfg.dataset.name, what="dataset.name")))
     log.info("dataset %s: %d rows, hash %s, %d expectations passed", data.dataset, len(data.df),
              data.data_hash, data.info["n_expectations"])
     pipeline.check_extra_groups(cfg, data)  # a misnamed extra_groups column fails before any cell runs
@@ -139,7 +183,12 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
                      len(cells))
         split_keys = sorted({(c.split_index, missingness_label(c.missingness)) for c in pending})
         miss_by_label = {missingness_label(m): m for m in cfg.missingness}
-        splits = {k: split_task.submit(cfg, data, k[0], miss_by_label[k[1]]) for k in split_keys}
+        split_futures = {k: split_task.submit(cfg, data, k[0], miss_by_label[k[1]], config_path=config_path)
+                         for k in split_keys}
+        # wait for every split before submitting cells: a failed split raises its own exception here (e.g.
+        # MissingnessError, ConfigError for split.test_size); handing the failed future to the cells
+        # would leave them PENDING and surface as Prefect's UnfinishedRun instead
+        splits = {k: f.result() for k, f in split_futures.items()}
         futures = {
             c.key: fit_evaluate_task.submit(cfg, c, data, splits[(c.split_index, missingness_label(c.missingness))],
                                             threads)
@@ -160,6 +209,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
             results.append(res)
             log.info("[%d/%d] %s: %s", n, len(cells), res.key,
                      res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}")
+        check_all_failed(cfg.experiment, results)  # no metrics.json for a run with nothing in it
         summary = pipeline.summarise(results)
         failed = [r.key for r in results if r.status != "ok"]
         metrics = {"experiment": cfg.experiment, "dataset": data.dataset, "data_hash": data.data_hash,
@@ -252,6 +302,7 @@ def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool 
     and the MLflow runs are already up to date (:func:`up_to_date`; ``force=True`` runs anyway, and cells
     are then still reused from the store when ``execution.resume`` is on)."""
     cfg = load_config(config_path, quick=quick)
+    safe_child(kw.get("results_dir", "results"), cfg.experiment, what="experiment")
     if not force and cfg.execution.resume:
         done = up_to_date(cfg, kw.get("results_dir", "results"))
         if done is not None:
@@ -273,6 +324,15 @@ def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False
     from fairmiss.config import load_study_config
 
     cfg = load_study_config(config_path, quick=quick)
+    check_output_dir(kw.get("results_dir", "results"), "--results-dir")
+    check_output_dir(kw.get("processed_dir", "processed"), "--processed-dir")
+    safe_child(kw.get("results_dir", "results"), cfg.experiment, what="experiment")
+    if getattr(cfg, "dataset", None) is not None:  # raw files usable? (before Prefect starts; writes nothing)
+        from fairmiss.data import get_variant
+        from fairmiss.data.acquire import preflight
+
+        for rf in get_variant(cfg.dataset.name).raw_files:
+            preflight(rf, kw.get("raw_dir"))
     if getattr(cfg, "study", None) == "003_decile":
         from flows.study003 import decile_flow
 

@@ -13,13 +13,14 @@ from pathlib import Path
 
 from fairmiss.config import ExperimentConfig, load_study_config
 from fairmiss.report import html_report, html_report_files
+from fairmiss.io import safe_child
 from fairmiss.tracking import Tracker
 
 
 def build_report(config_path: str | Path, *, quick: bool = False, results_dir: str = "results",
                  log_to_mlflow: bool = True) -> Path:
     cfg = load_study_config(config_path, quick=quick)
-    out_dir = Path(results_dir) / cfg.experiment
+    out_dir = safe_child(results_dir, cfg.experiment, what="experiment")
     if isinstance(cfg, ExperimentConfig):
         path = html_report(out_dir, title=cfg.experiment, fairness_metric=cfg.fairness_metric,
                            references=cfg.references, description=cfg.description)

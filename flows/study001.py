@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from fairmiss import sim001
 from fairmiss.config import load_study_config
-from fairmiss.io import atomic_write_json, atomic_write_text
+from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.tracking import Tracker
 
 
@@ -44,7 +44,7 @@ def sim001_flow(config_path: str, results_dir: str = "results", processed_dir: s
                 quick: bool = False) -> dict:
     log = get_run_logger()
     cfg = load_study_config(config_path, quick=quick)
-    out = Path(results_dir) / cfg.experiment
+    out = safe_child(results_dir, cfg.experiment, what="experiment")
     table = table_task(cfg)
     cmp = sim001.compare_to_reference(table, tolerance=cfg.tolerance)
     metrics = {"experiment": cfg.experiment, "n_reps": cfg.n_reps, "n_compared": int(len(cmp)),

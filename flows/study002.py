@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 
 from fairmiss import study002
 from fairmiss.config import load_study_config
-from fairmiss.io import atomic_write_json, atomic_write_text, atomic_write_with
+from fairmiss.io import atomic_write_json, atomic_write_text, atomic_write_with, safe_child
 from fairmiss.tracking import Tracker
 from tasks.experiment import acquire_task
 
@@ -49,7 +49,7 @@ def hcp_flow(config_path: str, results_dir: str = "results", processed_dir: str 
     """``raw_dir``: where the user-supplied ``hcp`` files are (default: data/raw or FAIRMISS_DATA_MIRROR)."""
     log = get_run_logger()
     cfg = load_study_config(config_path, quick=quick)
-    out = Path(results_dir) / cfg.experiment
+    out = safe_child(results_dir, cfg.experiment, what="experiment")
     acquire_task(cfg.dataset.name, raw_dir)
     data = prepare_wide_task(cfg.dataset, processed_dir, raw_dir)
     synthetic = bool(data.info.get("synthetic", False))

@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from fairmiss import study003
 from fairmiss.config import load_study_config
-from fairmiss.io import atomic_write_json, atomic_write_text
+from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.tracking import Tracker
 from tasks.experiment import acquire_task, prepare_task
 
@@ -27,7 +27,7 @@ def decile_flow(config_path: str, results_dir: str = "results", processed_dir: s
                 quick: bool = False) -> dict:
     log = get_run_logger()
     cfg = load_study_config(config_path, quick=quick)
-    out = Path(results_dir) / cfg.experiment
+    out = safe_child(results_dir, cfg.experiment, what="experiment")
     acquire_task(cfg.dataset.name)
     data = prepare_task(cfg.dataset, None, processed_dir, None)
     res = decile_task(cfg, data)

@@ -3,7 +3,12 @@
 Caching: tasks take DataFrames and fitted models, which Prefect would try to hash as inputs;
 caching is therefore off here (``NO_CACHE``) and results are not persisted by Prefect. The
 experiment's own outputs (processed table, results JSON, MLflow runs) are the record.
-Retries are set only on the I/O task that fetches raw data.
+Retries are set only on the I/O task that fetches raw data, and only for transient network errors
+(:func:`transient_network_error`): a checksum mismatch, a missing or unreadable file or a parse error
+fails at once.
+
+Errors in user input raised inside a task keep their type (the flow receives the task's own exception,
+see ``flows.experiment``), and the split task adds the config file and key to the message.
 """
 
 from __future__ import annotations
@@ -22,7 +27,34 @@ def load_config_task(path: str) -> ExperimentConfig:
     return load_config(path)
 
 
-@task(name="acquire-raw", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
+def transient_network_error(exc: BaseException | None) -> bool:
+    """True when ``exc`` (or an exception it was raised from) is a network failure worth retrying: a
+    connection error, a time-out, a broken transfer, or an HTTP 429 / 5xx answer."""
+    import requests
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)):
+            return True
+        if isinstance(exc, requests.HTTPError) and exc.response is not None \
+                and (exc.response.status_code == 429 or exc.response.status_code >= 500):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _retry_on_network_error(task, task_run, state) -> bool:
+    """Prefect ``retry_condition_fn``: retry the failed run only for :func:`transient_network_error`."""
+    try:
+        exc = state.result(raise_on_failure=False)
+    except Exception as err:  # the result itself could not be read: do not retry blindly
+        exc = err
+    return isinstance(exc, BaseException) and transient_network_error(exc)
+
+
+@task(name="acquire-raw", retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=_retry_on_network_error,
+      cache_policy=NO_CACHE)
 def acquire_task(dataset: str, raw_dir: str | None = None) -> dict:
     from fairmiss.data import fetch, get_variant
 
@@ -37,8 +69,26 @@ def prepare_task(dataset_spec, raw_dir: str | None, processed_dir: str, docs_dir
 
 
 @task(name="split-and-inject", cache_policy=NO_CACHE)
-def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int, miss_spec) -> pipeline.SplitData:
-    return pipeline.make_split(cfg, data, split_index, miss_spec)
+def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int, miss_spec,
+               config_path: str = "<config>") -> pipeline.SplitData:
+    """:func:`fairmiss.pipeline.make_split`; a failure names the config file and key: ``missingness.<i>``
+    for a :class:`~fairmiss.missingness.MissingnessError`, ``split`` for a split the data cannot give
+    (e.g. ``test_size: 0.0001`` leaves fewer test rows than strata)."""
+    from fairmiss.config import ConfigError, missingness_label
+    from fairmiss.missingness import MissingnessError
+
+    try:
+        return pipeline.make_split(cfg, data, split_index, miss_spec)
+    except MissingnessError as exc:
+        label = missingness_label(miss_spec)
+        i = next((j for j, m in enumerate(cfg.missingness) if missingness_label(m) == label), "?")
+        raise MissingnessError(f"{config_path}: missingness.{i} ('{label}'): {exc}") from exc
+    except ConfigError:
+        raise
+    except ValueError as exc:  # scikit-learn's train_test_split refusing the split
+        raise ConfigError(f"{config_path}: split: test_size {cfg.split.test_size} with stratify "
+                          f"'{cfg.split.stratify}' cannot split the {len(data.df)} rows of {data.dataset} "
+                          f"(split {split_index}): {' '.join(str(exc).split())}") from exc
 
 
 @task(name="impute-train-evaluate", cache_policy=NO_CACHE)

@@ -127,7 +127,7 @@ class BadInput:
     setup: Callable[[Path], None] | None = None
     allow: tuple[str, ...] = ()
     returncode: int = 2
-    timeout: float = 600
+    timeout: float = 300
 
 
 @dataclass

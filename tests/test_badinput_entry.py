@@ -1,18 +1,307 @@
-"""Bad-input corpus (issue 19): malformed configs, names, files and environments, generated from the
-project's real configs and raw files; each must give one clear error line, exit 2, nothing written.
-Harness: tests/badinput.py."""
+"""Bad-input corpus (issue 19, causes 1, 4–9): malformed names, config files, column references, paths and
+environments, each tried through the command line as a new user would, in a scratch project
+(tests/badinput.py). Every case must give exit 2, one ``fairmiss: error:`` line naming the file / key /
+column, no traceback, no file outside the allowed roots and no MLflow run left RUNNING.
+
+Cases are generated from the project's real configs (``params/*.yaml``, ``params/studies/*.yaml``) and the
+real raw files of the mirror by mutation. Cases that fail before Prefect starts take ~3 s; the few that
+need the flow (~15 s) are in the default suite, the rest are marked slow.
+"""
 
 from __future__ import annotations
 
-import pytest
-from badinput import BadInput, check, mutate
+import os
+from pathlib import Path
 
-CASES = [
-    BadInput("config-unknown-key", ["run", "params/x.yaml"], ["params/x.yaml", "split.ratio"],
-             files={"params/x.yaml": mutate("compas_default.yaml", split__ratio=0.3)}),
+import pytest
+from badinput import DELETE, PARAMS, BadInput, check, dump, load_params, mirror_dir, mutate, mutate_keys, run_case
+
+from fairmiss.config import ExperimentConfig, load_study_config
+from fairmiss.data import get_variant
+
+X = "params/x.yaml"
+STUDIES = sorted(p.name for p in (PARAMS / "studies").glob("*.yaml"))
+EXPERIMENT_CONFIGS = ["compas_default.yaml"] + [f"studies/{s}" for s in STUDIES
+                                                if isinstance(load_study_config(PARAMS / "studies" / s), ExperimentConfig)]
+
+
+def _variant(rel: str):
+    return get_variant(load_params(rel)["dataset"]["name"])
+
+
+def _run(rel: str, text: str, cmd: str = "run", **kw) -> dict:
+    return dict(argv=[cmd, X], files={X: text}, **kw)
+
+
+# ------------------------------------------------------------------ cause 1: names that become paths
+def _path_cases():
+    out = []
+    for s in STUDIES:  # every real study config, experiment name turned into a traversal
+        stem = s[:-5]
+        out.append(BadInput(f"traversal-experiment-{stem}", ["run", X], [X, "experiment", "not a safe name"],
+                            files={X: mutate_keys(f"studies/{s}", {"experiment": f"../{stem}"})}))
+    for name in ["..", ".", "/tmp/fairmiss-abs", "a/b", ".hidden", "x" * 200, "a\\b", "-rf"]:
+        out.append(BadInput(f"experiment-name-{name[:12]!r}", ["run", X], [X, "experiment"],
+                            files={X: mutate("compas_default.yaml", experiment=name)}))
+    for name in ["../../../x", "/abs/exp", ".."]:
+        out.append(BadInput(f"tracking-experiment-name-{name!r}", ["run", X], [X, "tracking.experiment_name"],
+                            files={X: mutate_keys("compas_default.yaml", {"tracking": {"experiment_name": name}})}))
+    out += [
+        BadInput("missingness-name-traversal", ["run", X], [X, "missingness.0"],
+                 files={X: mutate_keys("compas_default.yaml", {"missingness.0.name": "../../m"})}),
+        BadInput("learner-name-separator", ["validate", X], [X, "learners.0"],
+                 files={X: mutate_keys("compas_default.yaml", {"learners.0.name": "tree/../../x"})}),
+        BadInput("imputer-name-dotdot", ["validate", X], [X, "imputers.0"],
+                 files={X: mutate_keys("compas_default.yaml", {"imputers.0.name": ".."})}),
+        BadInput("study-name-traversal", ["study", "../compas_default"], "study name"),
+        BadInput("study-name-absolute", ["study", "/etc/passwd"], "study name"),
+        BadInput("report-name-traversal", ["report", "../../x", "--no-mlflow"], "study name"),
+        BadInput("schedule-deployment-name", ["serve", "params/s.yaml"], ["params/s.yaml", "deployments.0.name"],
+                 files={"params/s.yaml": dump({"deployments": [{"name": "../x", "config": "params/compas_default.yaml",
+                                                                 "interval_seconds": 60}]})}),
+    ]
+    return out
+
+
+# ------------------------------------------------------------------ cause 5: config files
+def _file_cases():
+    out = []
+    for rel in ["compas_default.yaml", "studies/004_table9_compas.yaml", "studies/003_decile_compas.yaml",
+                "studies/001_table.yaml"]:
+        text = (PARAMS / rel).read_text(encoding="utf-8")
+        stem = Path(rel).stem
+        latin = ("# Configuration modifiée à la main\n" + text).encode("latin-1", errors="replace")
+        out += [
+            BadInput(f"yaml-syntax-{stem}", ["run", X], [X, "not valid YAML", "line"],
+                     files={X: text + "\nbroken: [unclosed, list\n"}),
+            BadInput(f"latin1-{stem}", ["run", X], [X, "not UTF-8"], files={X: latin}),
+            BadInput(f"utf16-{stem}", ["run", X], [X, "UTF-16"], files={X: text.encode("utf-16")}),
+            BadInput(f"duplicate-top-key-{stem}", ["run", X], [X, "duplicate key", "line"],
+                     files={X: text + "\nseed: 1\nseed: 2\n" if "seed:" not in text else text + "\nseed: 3\n"}),
+        ]
+    d = (PARAMS / "compas_default.yaml").read_text(encoding="utf-8")
+    out += [
+        BadInput("duplicate-learners", ["validate", X], [X, "duplicate key 'learners'"],
+                 files={X: d + "learners:\n  - kind: logistic_regression\n"}),
+        BadInput("duplicate-nested-key", ["run", X], [X, "duplicate key 'n_splits'"],
+                 files={X: d.replace("n_splits: 10", "n_splits: 10\n  n_splits: 2")}),
+        BadInput("config-is-directory", ["run", "params/studies"], ["params/studies", "directory"]),
+        BadInput("validate-directory", ["validate", "params"], ["params", "directory"]),
+        BadInput("config-is-raw-csv", ["run", "data/raw/compas-scores-two-years.csv"],
+                 ["compas-scores-two-years.csv"]),
+        BadInput("config-empty", ["run", X], [X, "mapping"], files={X: ""}),
+        BadInput("config-top-level-list", ["run", X], [X, "mapping"], files={X: "- a\n- b\n"}),
+        BadInput("study-latin1", ["study", "broken"], ["broken.yaml", "not UTF-8"],
+                 files={"params/studies/broken.yaml": ("# é\n" + d).encode("latin-1")}),
+        BadInput("study-yaml-error", ["study", "broken", "--quick"], ["broken.yaml", "not valid YAML"],
+                 files={"params/studies/broken.yaml": d + "\n  bad: [\n"}),
+        BadInput("report-config-utf16", ["report", X, "--no-mlflow"], [X, "UTF-16"], files={X: d.encode("utf-16")}),
+    ]
+    return out
+
+
+# ------------------------------------------------------------------ cause 7: checked before data are loaded
+def _column_cases():
+    out = []
+    for rel in EXPERIMENT_CONFIGS:  # every real experiment config: mask its dataset's group, then its label
+        v, stem = _variant(rel), Path(rel).stem
+        for col in (v.group, v.label):
+            miss = [{"kind": "mcar", "name": "bad", "rates": {col: 0.2}}]
+            out.append(BadInput(f"mask-{'group' if col == v.group else 'label'}-{stem}", ["validate", X],
+                                [X, "missingness.0", col], files={X: mutate_keys(rel, {"missingness": miss})}))
+    miss = [{"kind": "mcar_group", "name": "typo", "rates": {"prior_count": {0: 0.4, 1: 0.1}}}]
+    out += [
+        BadInput("missingness-column-typo-validate", ["validate", X], [X, "missingness.0", "prior_count"],
+                 files={X: mutate_keys("compas_default.yaml", {"missingness": miss})}),
+        BadInput("missingness-column-typo-run", ["run", X], [X, "missingness.0", "prior_count"],
+                 files={X: mutate_keys("compas_default.yaml", {"missingness": miss})}),
+        BadInput("mar-driver-unknown", ["validate", X], [X, "drivers", "agee"],
+                 files={X: mutate_keys("compas_default.yaml", {"missingness": [
+                     {"kind": "mar", "name": "m", "columns": ["priors_count"], "drivers": ["agee"], "rate": 0.2}]})}),
+        BadInput("preset-on-wrong-dataset", ["validate", X], [X, "missingness.0", "priors_count"],
+                 files={X: mutate_keys("studies/003_postprocessors_adult.yaml", {"missingness": [
+                     {"kind": "preset", "preset": "000_table3_compas", "name": "t3"}]})}),
+        BadInput("extra-groups-unknown", ["validate", X], [X, "extra_groups.0", "sexx"],
+                 files={X: mutate_keys("studies/004_table9_compas.yaml", {"extra_groups": ["sexx"]})}),
+        BadInput("extra-groups-is-group", ["run", X], [X, "extra_groups.0"],
+                 files={X: mutate_keys("studies/004_table9_compas.yaml",
+                                       {"extra_groups": [_variant("studies/004_table9_compas.yaml").group]})}),
+        BadInput("budro-protected-not-feature", ["validate", X], [X, "learners.0.budro.protected", "nope"],
+                 files={X: mutate_keys("studies/004_table5_german.yaml", {"learners.0.protected": ["nope"]})}),
+        BadInput("consistency-not-feature", ["validate", X], [X, "consistency", "zzz"],
+                 files={X: mutate_keys("studies/004_table5_german.yaml", {"consistency": {"x": ["zzz"]}})}),
+        BadInput("options-balance-seed-abc", ["run", X], [X, "dataset.options.balance_seed", "abc"],
+                 files={X: mutate_keys("compas_default.yaml", {"dataset.options": {"balance_seed": "abc"}})}),
+        BadInput("options-balance-string", ["validate", X], [X, "dataset.options.balance"],
+                 files={X: mutate_keys("compas_default.yaml", {"dataset.options": {"balance": "yes"}})}),
+        BadInput("options-unknown", ["validate", X], [X, "dataset.options.balanced"],
+                 files={X: mutate_keys("compas_default.yaml", {"dataset.options": {"balanced": True}})}),
+        BadInput("options-not-mapping", ["validate", X], [X, "dataset.options"],
+                 files={X: mutate_keys("compas_default.yaml", {"dataset.options": [1, 2]})}),
+        BadInput("study-options-typed", ["run", X], [X, "dataset.options"],
+                 files={X: mutate_keys("studies/003_decile_compas.yaml", {"dataset.options": {"nope": 1}})}),
+    ]
+    return out
+
+
+# ------------------------------------------------------------------ cause 6: file-system errors
+def _unlink_raw(proj: Path):
+    for f in (proj / "data" / "raw").iterdir():
+        f.unlink()
+
+
+def _fs_cases():
+    out = []
+    for rel in ["compas_default.yaml", "studies/000_fig2_adult.yaml", "studies/004_table5_german.yaml"]:
+        rf = _variant(rel).raw_files[0].filename
+
+        def as_dir(proj, rf=rf):
+            (proj / "data" / "raw" / rf).unlink()
+            (proj / "data" / "raw" / rf).mkdir()
+        out.append(BadInput(f"raw-file-is-directory-{Path(rel).stem}", ["run", X], [rf, "is a directory"],
+                            files={X: mutate(rel, _small=True)}, setup=as_dir))
+    mirror_file = str(mirror_dir() / "compas-scores-two-years.csv")
+    small = mutate("compas_default.yaml", _small=True)
+    out += [
+        BadInput("raw-dir-env-is-a-file", ["run", X], ["FAIRMISS_RAW_DIR", "not a directory"], files={X: small},
+                 env={"FAIRMISS_RAW_DIR": mirror_file}),
+        BadInput("mirror-env-is-a-file", ["run", X], ["FAIRMISS_DATA_MIRROR", "not a directory"], files={X: small},
+                 env={"FAIRMISS_DATA_MIRROR": mirror_file}, setup=_unlink_raw),
+        BadInput("mirror-env-missing", ["run", X], ["FAIRMISS_DATA_MIRROR", "does not exist"], files={X: small},
+                 env={"FAIRMISS_DATA_MIRROR": "{project}/no-such-mirror"}, setup=_unlink_raw),
+        BadInput("default-raw-dir-is-a-file", ["run", X], ["data/raw", "not a directory"], files={X: small},
+                 setup=lambda p: (_unlink_raw(p), (p / "data" / "raw").rmdir(),
+                                  (p / "data" / "raw").write_text("x"))),
+        BadInput("raw-file-dangling-symlink", ["run", X], ["compas-scores-two-years.csv", "cannot read"],
+                 files={X: small}, setup=lambda p: ((p / "data/raw/compas-scores-two-years.csv").unlink(),
+                                                    (p / "data/raw/compas-scores-two-years.csv").symlink_to(
+                                                        p / "nowhere.csv"))),
+        BadInput("raw-file-symlink-loop", ["run", X], ["compas-scores-two-years.csv"],
+                 files={X: small}, setup=lambda p: ((p / "data/raw/compas-scores-two-years.csv").unlink(),
+                                                    (p / "data/raw/compas-scores-two-years.csv").symlink_to(
+                                                        p / "data/raw/compas-scores-two-years.csv"))),
+        BadInput("raw-file-truncated-checksum", ["run", X], ["compas-scores-two-years.csv", "checksum mismatch"],
+                 files={X: small}, setup=lambda p: ((p / "data/raw/compas-scores-two-years.csv").unlink(),
+                                                    (p / "data/raw/compas-scores-two-years.csv").write_bytes(
+                                                        (mirror_dir() / "compas-scores-two-years.csv")
+                                                        .read_bytes()[:20000]))),
+        BadInput("results-dir-is-a-file", ["run", X, "--results-dir", "params/compas_default.yaml"],
+                 ["--results-dir", "not a directory"], files={X: small}),
+        BadInput("processed-dir-is-a-file", ["run", X, "--processed-dir", "params/compas_default.yaml"],
+                 ["--processed-dir", "not a directory"], files={X: small}),
+    ]
+    return out
+
+
+FAST = _path_cases() + _file_cases() + _column_cases() + _fs_cases()
+# each case is one process start (~5 s on 2 loaded cores): the default suite keeps one case per family
+# (the first generated from each config family and every hand-picked case); the per-config expansions run
+# with -m slow
+_EXPANDED = ("traversal-experiment-0", "mask-group-", "mask-label-", "latin1-", "utf16-", "yaml-syntax-",
+             "duplicate-top-key-", "raw-file-is-directory-", "experiment-name-")
+_KEEP = {"traversal-experiment-000_baselines_compas", "mask-group-compas_default", "mask-label-004_table5_german",
+         "latin1-compas_default", "utf16-004_table9_compas", "yaml-syntax-003_decile_compas",
+         "duplicate-top-key-001_table", "raw-file-is-directory-000_fig2_adult", "experiment-name-'..'",
+         "experiment-name-'/tmp/fairmis'"}
+CASES = [pytest.param(c, id=c.id, marks=[pytest.mark.slow] if c.id.startswith(_EXPANDED) and c.id not in _KEEP
+                      else []) for c in FAST]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_rejected_before_the_flow(case, tmp_path):
+    check(case, tmp_path)
+
+
+# ------------------------------------------------------------------ causes 4, 8, 9: errors inside the flow
+_small = mutate("compas_default.yaml", _small=True)
+FLOW_DEFAULT = [
+    BadInput("flow-test-size-tiny", ["run", X], [X, "split", "test_size"],
+             files={X: mutate_keys("compas_default.yaml", {"split.test_size": 0.0001, "split.n_splits": 1,
+                                                           "imputers": [{"kind": "mean"}]})},
+             allow=("processed", "reports", "data")),
+    BadInput("flow-all-cells-fail", ["run", X], ["all 1 cell(s) failed", "ValueError"],
+             files={X: mutate_keys("compas_default.yaml", {
+                 "split.n_splits": 1, "imputers": [{"kind": "mean"}],
+                 "learners": [{"kind": "orthogonal", "n_components": 500}]})},
+             allow=("processed", "reports", "data")),
+]
+FLOW_SLOW = [
+    BadInput("flow-test-size-huge", ["run", X], [X, "split", "test_size"],
+             files={X: mutate_keys("compas_default.yaml", {"split.test_size": 0.9999, "split.n_splits": 1,
+                                                           "imputers": [{"kind": "mean"}]})},
+             allow=("processed", "reports", "data")),
+    BadInput("flow-all-cells-fail-two-splits", ["run", X], ["all 2 cell(s) failed"],
+             files={X: mutate_keys("compas_default.yaml", {
+                 "split.n_splits": 2, "imputers": [{"kind": "mean"}],
+                 "learners": [{"kind": "orthogonal", "n_components": 500}]})},
+             allow=("processed", "reports", "data")),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_bad_input(case, tmp_path):
-    check(case, tmp_path)
+@pytest.mark.parametrize("case", FLOW_DEFAULT, ids=lambda c: c.id)
+def test_rejected_inside_the_flow(case, tmp_path):
+    out = check(case, tmp_path)
+    assert not (out.project / "results").exists() or not any((out.project / "results").rglob("metrics.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", FLOW_SLOW, ids=lambda c: c.id)
+def test_rejected_inside_the_flow_slow(case, tmp_path):
+    out = check(case, tmp_path)
+    assert not any((out.project / "results").rglob("metrics.json")) if (out.project / "results").exists() else True
+
+
+def test_verbose_shows_the_traceback(tmp_path):
+    """``-v``: the same one error line, after the traceback."""
+    case = BadInput("verbose", ["run", X], [X, "prior_count"],
+                    files={X: mutate_keys("compas_default.yaml", {"missingness": [
+                        {"kind": "mcar", "name": "m", "rates": {"prior_count": 0.2}}]})})
+    out = run_case(case, tmp_path, verbose=True)
+    assert out.returncode == 2 and "Traceback" in out.stderr and len(out.error_lines) == 1, out.stderr[-2000:]
+
+
+def test_corpus_size():
+    assert len(FAST) + len(FLOW_DEFAULT) + len(FLOW_SLOW) >= 40
+
+
+def test_retry_only_transient_network_errors():
+    import requests
+    from prefect.states import Failed
+
+    from fairmiss.data import ChecksumError, DatasetError, RawDataMissingError
+    from tasks.experiment import _retry_on_network_error, transient_network_error
+
+    def raised(exc, cause):
+        try:
+            try:
+                raise cause
+            except Exception as c:
+                raise exc from c
+        except Exception as e:
+            return e
+
+    net = raised(RawDataMissingError("x: could not be downloaded"), requests.ConnectionError("refused"))
+    assert transient_network_error(net) and _retry_on_network_error(None, None, Failed(data=net))
+    assert transient_network_error(requests.Timeout("slow"))
+    for exc in (ChecksumError("x: checksum mismatch"), DatasetError("x: cannot parse CSV"),
+                RawDataMissingError("x: missing"), ValueError("bad")):
+        assert not transient_network_error(exc)
+        assert not _retry_on_network_error(None, None, Failed(data=exc))
+
+
+def test_scratch_project_is_isolated(tmp_path):
+    """The harness itself: a write outside the allowed roots is seen (guards against a harness that
+    cannot fail)."""
+    case = BadInput("harness", ["validate", "params/compas_default.yaml"], "x",
+                    setup=lambda p: None)
+    out = run_case(case, tmp_path)
+    assert out.returncode == 0 and not out.new_files
+    with pytest.raises(AssertionError, match="exit 0"):
+        from badinput import assert_rejected
+
+        assert_rejected(case, out)
+    os.makedirs(tmp_path / "a" / "escaped")
+    (tmp_path / "a" / "escaped" / "f").write_text("x")
+    from badinput import _snapshot
+
+    assert "a/escaped/f" in _snapshot(tmp_path)

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fairmiss.io import stable_hash
+from fairmiss.io import SAFE_LABEL, SAFE_NAME, check_name, stable_hash
 
 __all__ = [
     "ConfigError",
@@ -33,6 +33,10 @@ __all__ = [
 
 DEFAULT_CONFIG = Path("params/compas_default.yaml")
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
+#: a name that becomes a file or directory name (experiment, MLflow experiment, deployment)
+SafeName = Annotated[str, AfterValidator(lambda v: check_name(v, "name", SAFE_NAME))]
+#: a missingness / imputer / learner name (part of cell keys and of file and artifact names)
+SafeLabel = Annotated[str, AfterValidator(lambda v: check_name(v, "name", SAFE_LABEL))]
 
 
 class ConfigError(ValueError):
@@ -41,6 +45,65 @@ class ConfigError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- reading YAML files
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a mapping that repeats a key is an error (PyYAML keeps the last one
+    silently: ``learners:`` twice would drop the first list)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # unhashable key: let PyYAML report it
+                    continue
+                if first is not None:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (first at line {first.line + 1})", key_node.start_mark)
+                seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        return f"{where}{what}"
+    return " ".join(str(exc).split())
+
+
+def read_yaml(path: str | Path, what: str = "config file"):
+    """Parse a YAML file with one :class:`ConfigError` (one line naming the file) for every way it can be
+    unusable: missing, a directory, unreadable, not UTF-8 (e.g. Latin-1 or UTF-16), not valid YAML, or a
+    mapping that repeats a key (line and key named)."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: {what} not found")
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, not a {what}")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in raw:
+        raise ConfigError(f"{path}: the {what} is not UTF-8 text (it looks like UTF-16); save it as UTF-8")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: the {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}, "
+                          "e.g. Latin-1); save it as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {_yaml_problem(exc)}") from None
 
 
 # --------------------------------------------------------------------------- dataset / split
@@ -59,21 +122,21 @@ class SplitSpec(_Strict):
 # --------------------------------------------------------------------------- missingness
 class NoMissingness(_Strict):
     kind: Literal["none"] = "none"
-    name: str = "none"
+    name: SafeLabel = "none"
 
 
 class MCARGroup(_Strict):
     """Per-group MCAR: P(M_j = 1 | S = s) = rates[j][s] (spec 000 §1.2, Table 3)."""
 
     kind: Literal["mcar_group"] = "mcar_group"
-    name: str
+    name: SafeLabel
     rates: dict[str, dict[int, Rate]]
     mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
 
 
 class MCAR(_Strict):
     kind: Literal["mcar"] = "mcar"
-    name: str
+    name: SafeLabel
     rates: dict[str, Rate]
 
 
@@ -85,7 +148,7 @@ class MAR(_Strict):
     reverses the direction, 0 gives MCAR). In both, the expected rate is ``rate``."""
 
     kind: Literal["mar"] = "mar"
-    name: str
+    name: SafeLabel
     columns: list[str] = Field(min_length=1)
     drivers: list[str] = Field(min_length=1)
     rate: Rate
@@ -116,7 +179,7 @@ class Ampute(_Strict):
     shaped by ``type`` (right, left, mid, tail)."""
 
     kind: Literal["ampute"] = "ampute"
-    name: str
+    name: SafeLabel
     prop: Rate
     patterns: list[AmputePattern] = Field(min_length=1)
     mechanism: Literal["MCAR", "MAR", "MNAR"] = "MCAR"
@@ -138,7 +201,7 @@ class MNARCensor(_Strict):
     """Self-masking: values above the per-column (1 - rate) quantile are removed (001 §5)."""
 
     kind: Literal["mnar_censor"] = "mnar_censor"
-    name: str
+    name: SafeLabel
     columns: list[str]
     rate: Rate
 
@@ -148,7 +211,7 @@ class Preset(_Strict):
 
     kind: Literal["preset"] = "preset"
     preset: str
-    name: str | None = None
+    name: SafeLabel | None = None
     mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
 
 
@@ -161,7 +224,7 @@ class _ImputerBase(_Strict):
     add_indicator: bool = False
     #: fit one imputer per group (paper 000 Remark 1); the group is passed as data at fit and transform
     per_group: bool = False
-    name: str | None = None
+    name: SafeLabel | None = None
 
     @property
     def label(self) -> str:
@@ -236,7 +299,7 @@ ImputerSpec = Annotated[
 
 # --------------------------------------------------------------------------- learners
 class _LearnerBase(_Strict):
-    name: str | None = None
+    name: SafeLabel | None = None
     #: restrict this learner to the named imputers (labels); None pairs it with every imputer
     imputers: list[str] | None = None
 
@@ -455,7 +518,7 @@ METRICS = Literal[
 
 class TrackingSpec(_Strict):
     uri: str | None = None  # None: MLFLOW_TRACKING_URI, else sqlite:///mlruns/mlflow.db
-    experiment_name: str | None = None  # None: the config's experiment name
+    experiment_name: SafeName | None = None  # None: the config's experiment name
     log_models: bool = True
 
 
@@ -487,7 +550,7 @@ class ReferenceSpec(_Strict):
 
 
 class ExperimentConfig(_Strict):
-    experiment: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    experiment: SafeName
     description: str = ""
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     dataset: DatasetSpec
@@ -600,7 +663,7 @@ class DecileStudyConfig(_Strict):
     """Paper 003's COMPAS decile study (a regression study with its own flow)."""
 
     study: Literal["003_decile"]
-    experiment: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    experiment: SafeName
     description: str = ""
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     dataset: DatasetSpec
@@ -616,7 +679,7 @@ class Sim001StudyConfig(_Strict):
     """Paper 001's simulation table (median relative R², Model 1), a study with its own flow."""
 
     study: Literal["001_table"]
-    experiment: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    experiment: SafeName
     description: str = ""
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     n_reps: Annotated[int, Field(ge=2)] = 20
@@ -636,28 +699,30 @@ class Sim001StudyConfig(_Strict):
 def load_study_config(path: str | Path, *, quick: bool = False):
     """An experiment config, or a special study config when the file has a ``study:`` key."""
     path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"{path}: config file not found")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml(path)
     if isinstance(data, dict) and "study" in data:
         if quick and data.get("quick"):
             data = _deep_merge(data, data["quick"])
             data["experiment"] = f"{data['experiment']}-quick"
         try:
             if data.get("study") == "002_table1_hcp":
-                return HCPStudyConfig.model_validate(data)
-            if data.get("study") == "001_table":
-                return Sim001StudyConfig.model_validate(data)
-            return DecileStudyConfig.model_validate(data)
+                cfg = HCPStudyConfig.model_validate(data)
+            elif data.get("study") == "001_table":
+                cfg = Sim001StudyConfig.model_validate(data)
+            else:
+                cfg = DecileStudyConfig.model_validate(data)
         except ValidationError as exc:
             raise ConfigError(_format_errors(path, exc)) from None
+        if getattr(cfg, "dataset", None) is not None:
+            check_dataset_spec(cfg.dataset, path)
+        return cfg
     return load_config(path, quick=quick)
 
 
 class DeploymentSpec(_Strict):
     """A scheduled deployment of the experiment flow (``params/schedules.yaml``)."""
 
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    name: SafeName
     config: str
     cron: str | None = None
     interval_seconds: Annotated[int, Field(ge=1)] | None = None
@@ -678,13 +743,9 @@ class SchedulesFile(_Strict):
 
 def load_schedules(path: str | Path) -> SchedulesFile:
     path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"{path}: schedules file not found")
+    data = read_yaml(path, "schedules file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
         sched = SchedulesFile.model_validate(data)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     except ValidationError as exc:
         raise ConfigError(_format_errors(path, exc)) from None
     for i, d in enumerate(sched.deployments):
@@ -712,18 +773,71 @@ def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
         cfg = ExperimentConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_errors(source, exc)) from None
-    from fairmiss.data import dataset_names
-
-    if cfg.dataset.name not in dataset_names():
-        raise ConfigError(
-            f"{source}: dataset.name: unknown dataset '{cfg.dataset.name}'; known: {', '.join(dataset_names())}"
-        )
     from fairmiss.missingness import PRESETS
 
     for i, m in enumerate(cfg.missingness):
         if m.kind == "preset" and m.preset not in PRESETS:
             raise ConfigError(f"{source}: missingness.{i}.preset: unknown preset '{m.preset}'; known: {sorted(PRESETS)}")
+    check_dataset_spec(cfg.dataset, source)
+    check_columns(cfg, source)
     return cfg
+
+
+def check_dataset_spec(spec: DatasetSpec, source: str | Path = "<dict>") -> None:
+    """``dataset.name`` is a registered variant and ``dataset.options`` are its options with the types of
+    their defaults (:meth:`fairmiss.data.registry.DatasetVariant.option_problems`)."""
+    from fairmiss.data import dataset_names, get_variant
+
+    if spec.name not in dataset_names():
+        raise ConfigError(f"{source}: dataset.name: unknown dataset '{spec.name}'; known: {', '.join(dataset_names())}")
+    problems = get_variant(spec.name).option_problems(spec.options)
+    if problems:
+        raise ConfigError(f"{source}: " + "; ".join(f"dataset.options.{k}: {msg}" for k, msg in problems))
+
+
+def check_columns(cfg: ExperimentConfig, source: str | Path = "<dict>") -> None:
+    """Every column a config names exists in the dataset variant's declared columns, before any data are
+    read: masked and driver columns of missingness specs (features only; never the group or the label),
+    ``extra_groups`` (columns of the processed table other than the group), the ``protected`` columns of
+    BuDRO / Project / Reweigh and the ``consistency`` columns (features)."""
+    from fairmiss.data import get_variant
+    from fairmiss.missingness import masked_columns
+
+    v = get_variant(cfg.dataset.name)
+    features = list(v.features) + ([v.group] if cfg.dataset.group_as_feature else [])
+    role = {v.group: "the dataset's group", v.label: "the dataset's label"}
+
+    def fail(key: str, msg: str):
+        raise ConfigError(f"{source}: {key}: {msg}")
+
+    def need_features(key: str, cols, what: str = "column"):
+        for c in cols:
+            if c not in features:
+                extra = f" ({role[c]})" if c in role else ""
+                fail(key, f"{what} '{c}' is not a feature of dataset {v.name}{extra}; features: {features}")
+
+    for i, m in enumerate(cfg.missingness):
+        key = f"missingness.{i} ('{missingness_label(m)}')"
+        cols = masked_columns(m)
+        for c in cols:
+            if c in role:
+                fail(key, f"it would mask '{c}', {role[c]}; the group and the label are never masked")
+        need_features(key, cols)
+        if m.kind == "mar":
+            need_features(key + ".drivers", m.drivers, "driver column")
+        if m.kind == "ampute":
+            for j, pat in enumerate(m.patterns):
+                need_features(f"{key}.patterns.{j}.weights", list(pat.weights or {}))
+    for i, col in enumerate(cfg.extra_groups):
+        if col == v.group:
+            fail(f"extra_groups.{i}", f"'{col}' is the dataset's group already")
+        if col not in v.columns:
+            fail(f"extra_groups.{i}", f"'{col}' is not a column of dataset {v.name}; columns: {v.columns}")
+    for i, ln in enumerate(cfg.learners):
+        if getattr(ln, "protected", None):
+            need_features(f"learners.{i}.{ln.kind}.protected", ln.protected, "protected column")
+    for name, cols in cfg.consistency.items():
+        need_features(f"consistency.{name}", cols)
 
 
 def _deep_merge(base: dict, over: dict) -> dict:
@@ -736,12 +850,7 @@ def _deep_merge(base: dict, over: dict) -> dict:
 def load_config(path: str | Path, *, quick: bool = False) -> ExperimentConfig:
     """Load and validate a config; ``quick=True`` applies its ``quick:`` overrides (a small version)."""
     path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"{path}: config file not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    data = read_yaml(path)
     if quick and isinstance(data, dict):
         over = data.get("quick") or {}
         if not isinstance(over, dict):
@@ -759,7 +868,7 @@ class HCPStudyConfig(_Strict):
     the restricted-access files are in the raw directory."""
 
     study: Literal["002_table1_hcp"]
-    experiment: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    experiment: SafeName
     description: str = ""
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     dataset: DatasetSpec = DatasetSpec(name="hcp_synthetic")

@@ -11,11 +11,52 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash"]
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash", "check_name",
+           "safe_child", "SAFE_NAME", "SAFE_LABEL"]
+
+#: names that become one path component (experiment, tracking experiment, study, report, deployment):
+#: letters, digits, ``_ . -``, not starting with ``.`` or ``-``, no ``..``, at most 128 characters
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+#: names of missingness specs, imputers and learners (parts of cell keys, file and artifact names):
+#: as :data:`SAFE_NAME`, plus ``+ = ,`` (method labels such as ``mean+tree``)
+SAFE_LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+=,-]{0,127}")
+
+
+def check_name(name, what: str = "name", pattern: re.Pattern = SAFE_NAME) -> str:
+    """``name`` if it is one safe path component, else :class:`ValueError` saying why (``what`` names the key).
+
+    Never a path: no separator, not absolute, not ``.``/``..``, no ``..`` anywhere, no leading dot or dash."""
+    if not isinstance(name, str):
+        raise ValueError(f"{what}: must be a string, got {type(name).__name__}")
+    if not pattern.fullmatch(name) or ".." in name:
+        allowed = "letters, digits and _ . -" + (" + = ," if pattern is SAFE_LABEL else "")
+        raise ValueError(f"{what}: {name!r} is not a safe name ({allowed}; not starting with '.' or '-', no '..', "
+                         f"no path separator, at most 128 characters): it becomes a file or directory name")
+    return name
+
+
+def safe_child(root: str | os.PathLike, name: str, *, what: str = "name", pattern: re.Pattern = SAFE_NAME) -> Path:
+    """``root / name`` for a user-given ``name`` that must be one safe path component and must stay under
+    ``root`` once resolved (symbolic links included). Raises :class:`fairmiss.config.ConfigError` naming
+    ``what`` (the config key or argument) otherwise."""
+    from fairmiss.config import ConfigError
+
+    try:
+        check_name(name, what, pattern)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    root = Path(root)
+    child = root / name
+    base = root.resolve()
+    resolved = child.resolve()
+    if resolved != base and base not in resolved.parents:
+        raise ConfigError(f"{what}: {name!r} resolves to {resolved}, outside {base}")
+    return child
 
 
 @contextlib.contextmanager

@@ -28,9 +28,11 @@ __all__ = [
     "RawFile",
     "ChecksumError",
     "RawDataMissingError",
+    "RawPathError",
     "default_raw_dir",
     "mirror_dir",
     "fetch",
+    "preflight",
     "raw_status",
 ]
 
@@ -41,6 +43,21 @@ class ChecksumError(RuntimeError):
 
 class RawDataMissingError(FileNotFoundError):
     """A raw file is neither present, mirrored nor downloadable."""
+
+
+class RawPathError(RuntimeError):
+    """A raw file or directory exists but cannot be used: a directory where a file is expected (or the
+    reverse), no permission to read it, or another file-system error. The message names the path, the
+    setting it comes from and the problem."""
+
+
+def _check_dir(path: Path, what: str) -> None:
+    if path.exists() and not path.is_dir():
+        raise RawPathError(f"{path}: {what} is not a directory")
+
+
+def _fs_problem(exc: OSError) -> str:
+    return f"{exc.strerror or exc} ({type(exc).__name__})"
 
 
 @dataclass(frozen=True)
@@ -70,7 +87,12 @@ def mirror_dir() -> Path | None:
 
 
 def _verify(path: Path, raw: RawFile) -> None:
-    actual = sha256_file(path)
+    if path.is_dir():
+        raise RawPathError(f"{path}: raw file '{raw.filename}' is a directory, not a file")
+    try:
+        actual = sha256_file(path)
+    except OSError as exc:
+        raise RawPathError(f"{path}: cannot read raw file '{raw.filename}': {_fs_problem(exc)}") from None
     if raw.sha256 is None:  # user-supplied, not redistributable: nothing to compare against
         logger.warning("%s: no published checksum for user-supplied raw file '%s'; sha256 %s",
                        path, raw.filename, actual)
@@ -97,19 +119,42 @@ def _download(raw: RawFile, tmp: Path) -> None:
                 bar.update(len(chunk))
 
 
+_NO_MIRROR = Path("/nonexistent-fairmiss-mirror")
+
+
+def _locate(raw: RawFile, raw_dir: Path | None):
+    """``(raw_dir, target, mirror)``: ``mirror`` is ``None`` when ``target`` is present (and verified),
+    ``_NO_MIRROR`` when no mirror is set; a raw directory or mirror that is not a directory is an error."""
+    from_env = raw_dir is None and "FAIRMISS_RAW_DIR" in os.environ
+    raw_dir = Path(raw_dir) if raw_dir is not None else default_raw_dir()
+    _check_dir(raw_dir, "the raw data directory" + (" (FAIRMISS_RAW_DIR)" if from_env else ""))
+    target = raw_dir / raw.filename
+    if target.exists() or target.is_symlink():
+        _verify(target, raw)
+        return raw_dir, target, None
+    mirror = mirror_dir()
+    if mirror is None:
+        return raw_dir, target, _NO_MIRROR
+    if not mirror.is_dir():
+        problem = "does not exist" if not mirror.exists() else "is not a directory"
+        raise RawPathError(f"{mirror}: the raw data mirror FAIRMISS_DATA_MIRROR {problem}")
+    return raw_dir, target, mirror
+
+
 def fetch(raw: RawFile, raw_dir: Path | None = None, *, allow_download: bool = True) -> Path:
     """Make ``raw`` present and verified in ``raw_dir``; return its path."""
-    raw_dir = Path(raw_dir) if raw_dir is not None else default_raw_dir()
-    target = raw_dir / raw.filename
-    if target.exists():
-        _verify(target, raw)
+    raw_dir, target, mirror = _locate(raw, raw_dir)
+    if mirror is None:
         return target
-    mirror = mirror_dir()
-    if mirror is not None and (mirror / raw.filename).exists():
+    if mirror is not _NO_MIRROR and ((mirror / raw.filename).exists() or (mirror / raw.filename).is_symlink()):
         src = mirror / raw.filename
         _verify(src, raw)
-        with atomic_path(target) as tmp:
-            shutil.copyfile(src, tmp)
+        try:
+            with atomic_path(target) as tmp:
+                shutil.copyfile(src, tmp)
+        except OSError as exc:
+            raise RawPathError(f"{target}: cannot write raw file '{raw.filename}' into the raw data directory: "
+                               f"{_fs_problem(exc)}") from None
         logger.info("copied %s from mirror %s", raw.filename, mirror)
         return target
     if raw.url and allow_download:
@@ -126,6 +171,28 @@ def fetch(raw: RawFile, raw_dir: Path | None = None, *, allow_download: bool = T
             ) from exc
         return target
     how = f"download it from {raw.url}" if raw.url else raw.note or "obtain it from its provider"
+    raise RawDataMissingError(
+        f"{target}: raw file '{raw.filename}' is missing; {how} and place it in {raw_dir} "
+        f"(or set FAIRMISS_DATA_MIRROR to a directory that holds it)."
+    )
+
+
+def preflight(raw: RawFile, raw_dir: Path | None = None) -> None:
+    """What :func:`fetch` would refuse, checked before a flow starts and without writing anything: the raw
+    directory is a directory, the file there (or in the mirror) is a readable file with the declared
+    checksum, the mirror (``FAIRMISS_DATA_MIRROR``) is a directory, and a file that is nowhere can be
+    downloaded. Raises :class:`RawPathError`, :class:`ChecksumError` or :class:`RawDataMissingError`."""
+    raw_dir, target, mirror = _locate(raw, raw_dir)
+    if mirror is None:
+        return
+    if mirror is not _NO_MIRROR:
+        src = mirror / raw.filename
+        if src.exists() or src.is_symlink():
+            _verify(src, raw)
+            return
+    if raw.url:
+        return
+    how = raw.note or "obtain it from its provider"
     raise RawDataMissingError(
         f"{target}: raw file '{raw.filename}' is missing; {how} and place it in {raw_dir} "
         f"(or set FAIRMISS_DATA_MIRROR to a directory that holds it)."

@@ -56,6 +56,32 @@ class DatasetVariant:
     def columns(self) -> list[str]:
         return [*self.features, self.group, self.label]
 
+    def option_problems(self, options) -> list[tuple[str, str]]:
+        """``(option, problem)`` for every option that is unknown or not of its default's type (an option
+        whose default is ``bool`` takes a bool, ``int`` an integer, ``float`` a number, ``str`` a string).
+        Checked at config load, before any file is read."""
+        if not isinstance(options, dict):
+            return [("<root>", f"must be a mapping, got {type(options).__name__}")]
+        out = []
+        for k, val in options.items():
+            if k not in self.options:
+                out.append((str(k), f"unknown option of dataset '{self.name}'; allowed: {sorted(self.options)}"))
+                continue
+            default = self.options[k]
+            if isinstance(default, bool):
+                ok, want = isinstance(val, bool), "true or false"
+            elif isinstance(default, int):
+                ok, want = isinstance(val, int) and not isinstance(val, bool), "an integer"
+            elif isinstance(default, float):
+                ok, want = isinstance(val, (int, float)) and not isinstance(val, bool), "a number"
+            elif isinstance(default, str):
+                ok, want = isinstance(val, str), "a string"
+            else:
+                ok, want = True, ""
+            if not ok:
+                out.append((str(k), f"must be {want} (default {default!r}), got {val!r}"))
+        return out
+
     def build(self, raw_dir: Path | None = None, *, allow_download: bool = True, **options) -> tuple[pd.DataFrame, dict]:
         """Fetch/verify raw files and build the processed table.
 
