@@ -194,17 +194,21 @@ def _fs_cases():
 
 
 FAST = _path_cases() + _file_cases() + _column_cases() + _fs_cases()
-# each case is one process start (~5 s on 2 loaded cores): the default suite keeps one case per family
-# (the first generated from each config family and every hand-picked case); the per-config expansions run
-# with -m slow
-_EXPANDED = ("traversal-experiment-0", "mask-group-", "mask-label-", "latin1-", "utf16-", "yaml-syntax-",
-             "duplicate-top-key-", "raw-file-is-directory-", "experiment-name-")
-_KEEP = {"traversal-experiment-000_baselines_compas", "mask-group-compas_default", "mask-label-004_table5_german",
-         "latin1-compas_default", "utf16-004_table9_compas", "yaml-syntax-003_decile_compas",
-         "duplicate-top-key-001_table", "raw-file-is-directory-000_fig2_adult", "experiment-name-'..'",
-         "experiment-name-'/tmp/fairmis'"}
-CASES = [pytest.param(c, id=c.id, marks=[pytest.mark.slow] if c.id.startswith(_EXPANDED) and c.id not in _KEEP
-                      else []) for c in FAST]
+# each case is one process start (~5 s, more on 2 loaded cores): the default suite runs one or two cases per
+# family (below); the rest — per-config expansions and variants of the same mechanism — run with -m slow
+DEFAULT = {
+    "traversal-experiment-000_baselines_compas", "experiment-name-'..'", "experiment-name-'/tmp/fairmis'",
+    "tracking-experiment-name-'../../../x'", "missingness-name-traversal", "study-name-traversal",
+    "report-name-traversal",
+    "yaml-syntax-003_decile_compas", "latin1-compas_default", "utf16-004_table9_compas", "duplicate-learners",
+    "config-is-directory",
+    "mask-group-compas_default", "mask-label-004_table5_german", "missingness-column-typo-run",
+    "extra-groups-unknown", "budro-protected-not-feature", "options-balance-seed-abc",
+    "raw-file-is-directory-000_fig2_adult", "mirror-env-is-a-file", "raw-dir-env-is-a-file",
+    "raw-file-truncated-checksum", "results-dir-is-a-file",
+}
+CASES = [pytest.param(c, id=c.id, marks=[] if c.id in DEFAULT else [pytest.mark.slow]) for c in FAST]
+assert DEFAULT <= {c.id for c in FAST}, DEFAULT - {c.id for c in FAST}
 
 
 @pytest.mark.parametrize("case", CASES)
