@@ -148,7 +148,8 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
             return {"skipped": True, "parent_run_id": previous, "fingerprint": fingerprint}
     acquire_task(cfg.dataset.name, raw_dir)
     data = prepare_task(cfg.dataset, raw_dir, processed_dir,
-                        str(safe_child(Path("reports") / "datadocs", cfg.dataset.name, what="dataset.name")))
+                        str(safe_child(Path("reports") / "datadocs", cfg.dataset.name, what="dataset.name")),
+                        fairness_metric=cfg.fairness_metric)
     log.info("dataset %s: %d rows, hash %s, %d expectations passed", data.dataset, len(data.df),
              data.data_hash, data.info["n_expectations"])
     pipeline.check_extra_groups(cfg, data)  # a misnamed extra_groups column fails before any cell runs

@@ -63,9 +63,11 @@ def acquire_task(dataset: str, raw_dir: str | None = None) -> dict:
 
 
 @task(name="prepare-and-validate", cache_policy=NO_CACHE)
-def prepare_task(dataset_spec, raw_dir: str | None, processed_dir: str, docs_dir: str | None) -> pipeline.Processed:
+def prepare_task(dataset_spec, raw_dir: str | None, processed_dir: str, docs_dir: str | None,
+                 fairness_metric: str | None = None) -> pipeline.Processed:
     return pipeline.prepare(dataset_spec, raw_dir=raw_dir, processed_dir=Path(processed_dir),
-                            docs_dir=Path(docs_dir) if docs_dir else None, allow_download=False)
+                            docs_dir=Path(docs_dir) if docs_dir else None, allow_download=False,
+                            fairness_metric=fairness_metric)
 
 
 @task(name="split-and-inject", cache_policy=NO_CACHE)
@@ -75,6 +77,7 @@ def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int
     for a :class:`~fairmiss.missingness.MissingnessError`, ``split`` for a split the data cannot give
     (e.g. ``test_size: 0.0001`` leaves fewer test rows than strata)."""
     from fairmiss.config import ConfigError, missingness_label
+    from fairmiss.data import DatasetError
     from fairmiss.missingness import MissingnessError
 
     try:
@@ -83,7 +86,7 @@ def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int
         label = missingness_label(miss_spec)
         i = next((j for j, m in enumerate(cfg.missingness) if missingness_label(m) == label), "?")
         raise MissingnessError(f"{config_path}: missingness.{i} ('{label}'): {exc}") from exc
-    except ConfigError:
+    except (ConfigError, DatasetError):  # DatasetError: fewer than two groups / classes (check_groups)
         raise
     except ValueError as exc:  # scikit-learn's train_test_split refusing the split
         raise ConfigError(f"{config_path}: split: test_size {cfg.split.test_size} with stratify "

@@ -267,6 +267,10 @@ def _cases() -> list[DataCase]:
                      for i, ln in enumerate(_lines(hs)))},
                  "build:hcp:fnr_difference", [HCP_S, "group 1", "column 'scanner'", "no positives"]),
         DataCase("hcp-header-only", {HCP_C: header_only(hc), HCP_S: hs}, "hcp", [HCP_C, "header only"]),
+        DataCase("hcp-missing-scanner", {HCP_C: hc, HCP_S: set_cell(hs, 7, "scanner", "")}, "hcp",
+                 [HCP_S, "line 7", "group column 'scanner'", "missing"]),
+        DataCase("hcp-drug-not-binary", {HCP_C: hc, HCP_S: set_cell(hs, 8, "Opiates", "maybe")}, "hcp",
+                 [HCP_S, "line 8", "column 'Opiates'", "non-binary"]),
     ]
     return out
 
@@ -341,15 +345,22 @@ def test_undamaged_generated_files_load(name, tmp_path):
     from fairmiss.data import hsls
 
     if name == HSLS:
+        from fairmiss.config import DatasetSpec
+        from fairmiss.pipeline import prepare
+
         raw = _write(tmp_path, {HSLS: hsls_student_csv()})
         df, _ = get_variant("hsls_000").build(raw, allow_download=False)
-        assert df["race_wa"].nunique() == 2 and len(df) > 300
+        assert df["race_wa"].nunique() == 2 and len(df) > 300 and not df.attrs
+        # through the gate to a parquet file (a reader's bookkeeping must not leak into the table)
+        data = prepare(DatasetSpec(name="hsls_000"), raw_dir=raw, processed_dir=tmp_path / "processed")
+        assert (tmp_path / "processed" / "hsls_000.parquet").exists() and len(data.df) == len(df)
         assert np.isfinite(hsls.read_hsls(raw / HSLS)[["X1TXMSCR"]].to_numpy()).all()
     else:
         hc, hs = hcp_files()
         raw = _write(tmp_path, {HCP_C: hc, HCP_S: hs})
         df, _ = get_variant("hcp").build(raw, allow_download=False)
         assert df.shape == (60, 2280) and df["hard_drug_positive"].groupby(df["scanner"]).sum().min() > 0
+        assert not df.attrs and "__line__" not in df.columns
 
 
 def test_unmutated_raw_files_pass_the_strict_readers():

@@ -212,14 +212,14 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
     }
     binary = set(np.unique(y).tolist()) <= {0, 1}
     # the configured fairness metric's needs on the whole table (before any model is fitted)
-    check_groups(df, data.group, data.label, where=f"dataset '{data.dataset}'", fairness_metric=cfg.fairness_metric,
-                 binary_label=binary)
+    files = sorted((data.info or {}).get("raw_sha256") or {})
+    where = f"dataset '{data.dataset}'" + (f" (raw file(s) {', '.join(files)})" if files else "")
+    check_groups(df, data.group, data.label, where=where, fairness_metric=cfg.fairness_metric, binary_label=binary)
     tr, te = split_indices(y, s, test_size=cfg.split.test_size, seed=seeds["split"] % (2**31),
                            stratify=cfg.split.stratify)
     # the training rows must hold two groups and two classes; a test split lacking a class in a group
     # only makes that split's gaps NaN (warned here and by fairmiss.metrics.evaluate), never 0
-    check_groups(df.iloc[tr], data.group, data.label, where=f"dataset '{data.dataset}', split {split_index} "
-                 "(training rows)")
+    check_groups(df.iloc[tr], data.group, data.label, where=f"{where}, split {split_index} (training rows)")
     _warn_test_split(df.iloc[te], data, split_index, cfg.fairness_metric, binary)
     X = df[data.features]
     if any(c in (data.group, data.label) for c in masked_columns(miss_spec)):

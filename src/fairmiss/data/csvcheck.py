@@ -168,7 +168,7 @@ def check_finite_numbers(path: Path, raw: pd.Series, column: str, lines, *, allo
 
 
 def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, normalize=str.strip,
-                    columns: str = "all", **read_csv_kwargs) -> pd.DataFrame:
+                    columns: str = "all", return_lines: bool = False, **read_csv_kwargs):
     """Read a comma-separated file with a header, checked as the module docstring says.
 
     Parameters
@@ -185,6 +185,9 @@ def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, nor
     columns : {"all", "required"}
         Return every column (first occurrence of a duplicated name) or only the required ones (a wide
         file — the HSLS student file has thousands — is then parsed for those columns only).
+    return_lines : bool
+        Also return the physical line number (1-based) of every row, for messages of later checks (never
+        kept in ``DataFrame.attrs``: pandas would carry it into derived tables and their parquet files).
     read_csv_kwargs
         Passed to :func:`pandas.read_csv` for the non-numeric columns (``dtype`` …). Only an empty cell is
         read as missing (``keep_default_na=False``): the text ``NA`` or ``nan`` is a value, not a gap.
@@ -249,8 +252,7 @@ def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, nor
                 raise DatasetError(f"{path}: header: column '{h}' appears {len(ps)} times (fields {[p + 1 for p in ps]}) "
                                    f"with different values (first at line {int(layout.lines[diff[0]])}); which one is "
                                    "meant is ambiguous — remove or rename the others")
-    out.attrs["lines"] = layout.lines
-    return out
+    return (out, layout.lines) if return_lines else out
 
 
 def _unparseable(text: str, names, positions, columns) -> list[str]:

@@ -72,7 +72,9 @@ def write_connectome_table(subjects, matrices: np.ndarray, path: Path) -> Path:
 def _read(path: Path, required: list[str], numeric=()) -> pd.DataFrame:
     """Strict read (:func:`fairmiss.data.csvcheck.read_csv_strict`): a truncated line, a duplicated
     column, a non-finite or non-numeric edge strength, non-UTF-8 bytes -> file, line and column."""
-    return read_csv_strict(path, required, numeric=numeric, columns="required")
+    df, lines = read_csv_strict(path, required, numeric=numeric, columns="required", return_lines=True)
+    df["__line__"] = lines  # for the messages of the checks below; dropped before the table is returned
+    return df
 
 
 def _build_hcp(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
@@ -85,7 +87,7 @@ def _build_hcp(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
         dup = df["Subject"].duplicated()
         if dup.any():
             i = int(np.flatnonzero(dup.to_numpy())[0])
-            line = df.attrs["lines"][i] if "lines" in df.attrs else i + 2
+            line = int(df["__line__"].iloc[i])
             raise DatasetError(f"{name}: line {line}, column 'Subject': duplicated id {df['Subject'].iloc[i]!r} "
                                f"({int(dup.sum())} duplicate row(s))")
     X = conn[EDGES].apply(pd.to_numeric, errors="coerce")
@@ -100,7 +102,9 @@ def _build_hcp(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
     if subj[GROUP].isna().all():
         raise DatasetError(f"{spath}: group column '{GROUP}' is all missing")
     if subj[GROUP].isna().any():
-        raise DatasetError(f"{spath}: group column '{GROUP}' has {int(subj[GROUP].isna().sum())} missing value(s)")
+        line = int(subj["__line__"][subj[GROUP].isna()].iloc[0])
+        raise DatasetError(f"{spath}: line {line}, group column '{GROUP}' has {int(subj[GROUP].isna().sum())} "
+                           "missing value(s)")
     scanners = sorted(subj[GROUP].astype(str).unique())
     if len(scanners) != 2:
         raise DatasetError(f"{spath}: column '{GROUP}' must hold exactly two scanner ids, got {scanners[:5]}")
@@ -108,7 +112,8 @@ def _build_hcp(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
     for d in DRUGS:
         v = subj[d].map(lambda x: {"true": 1, "false": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0}.get(str(x).strip().lower()))
         if v.isna().any():
-            raise DatasetError(f"{spath}: label column '{d}' has missing or non-binary value(s) "
+            line = int(subj["__line__"][v.isna()].iloc[0])
+            raise DatasetError(f"{spath}: line {line}, label column '{d}' has missing or non-binary value(s) "
                                f"{subj.loc[v.isna(), d].astype(str).head(3).tolist()}")
         drugs[d] = v.astype("int64")
     s = pd.DataFrame({"Subject": subj["Subject"], GROUP: subj[GROUP].astype(str).map({k: i for i, k in enumerate(scanners)}),

@@ -87,10 +87,8 @@ def read_hsls(path: Path) -> pd.DataFrame:
     # strict: truncated lines, duplicated columns, inf/nan text, non-UTF-8 bytes -> file, line, column
     df = read_csv_strict(path, need, numeric=need, normalize=lambda h: h.strip().upper(), columns="required")
     df = df[need].copy()
-    lines = df.attrs.get("lines")
     for c in need:
         df[c] = _reserve_to_nan(c, df[c].astype("float64"))
-    df.attrs["lines"] = lines
     race = df[RACE]
     bad = sorted(set(race.dropna().unique()) - {*URM_CODES, *WA_CODES, MULTI_CODE})
     if bad:
