@@ -417,7 +417,29 @@ class FairMIPForestSpec(_LearnerBase):
     #: binding only for continuous features (HSLS), where the search's time grows about with its square
     search_max_thresholds: Annotated[int, Field(ge=1)] | None = 64
     stratify_batches: bool = True
+    #: how each tree is found: "mip" = warm start + HiGHS (time_limit; 0 = the warm start is the tree),
+    #: "dp" = the exact dynamic program (fairmiss.models.mip_dp: proven optimum, no solver, no clock),
+    #: "search" = the local search alone
+    solver: Literal["mip", "dp", "search"] = "mip"
+    #: solver "dp": stop after this many root splits with the best tree and a lower bound (None: optimal)
+    dp_node_limit: Annotated[int, Field(ge=1)] | None = None
+    #: solver "dp": per feature at most this many candidate thresholds (None: every observed value)
+    dp_max_thresholds: Annotated[int, Field(ge=1)] | None = None
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    from pydantic import model_serializer as _serializer  # imported here to keep this edit in the class
+
+    @_serializer(mode="wrap")
+    def _omit_default_solver_fields(self, handler):
+        """Leave the solver fields out of dumps while they have their defaults, so that configs written
+        before they existed keep their config hash and cell cache keys (committed results unchanged)."""
+        out = handler(self)
+        for k, default in (("solver", "mip"), ("dp_node_limit", None), ("dp_max_thresholds", None)):
+            if k in out and out[k] == default:
+                del out[k]
+        return out
+
+    del _serializer
 
 
 class ZafarSpec(_LearnerBase):

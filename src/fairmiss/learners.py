@@ -199,6 +199,8 @@ def _fair_mip(spec, seed, threads):
                                   warm_start=None if spec.warm_start == "none" else spec.warm_start,
                                   search_restarts=spec.search_restarts,
                                   search_max_thresholds=spec.search_max_thresholds,
+                                  solver=spec.solver, dp_node_limit=spec.dp_node_limit,
+                                  dp_max_thresholds=spec.dp_max_thresholds,
                                   threads=threads, random_state=seed)
     return Learner(est, needs_sensitive_fit=True)
 

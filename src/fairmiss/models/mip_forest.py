@@ -37,6 +37,15 @@ Design decisions (spec 000 §2.8-§2.9, documented here once):
   incumbent the start tree is used (or, without a start, a CART tree on the batch) and a
   :class:`MIPFallbackWarning` says so. If the solver's tree is worse on the batch than the
   start (recomputed objective), the start is kept: the incumbent is never worse than it.
+* **Solvers** (``solver``). ``"mip"`` (default, the behaviour before issue 22): the warm start
+  above, then HiGHS on Program 1 for ``time_limit`` seconds (or no MIP at all with ``time_limit=0``).
+  ``"dp"``: the exact dynamic program of :mod:`fairmiss.models.mip_dp` -- the proven optimum of
+  Program 1 over the same candidate splits (status ``"optimal"``, ``bound == objective``), no solver,
+  no wall-clock dependence; ``dp_node_limit`` (root splits, deterministic) / ``dp_time_limit``
+  (seconds, not reproducible when it binds) stop it early with the best tree and a valid lower bound
+  (status ``"node_limit"`` / ``"time_limit"``). ``warm_start``, ``time_limit`` and ``node_limit`` do
+  not apply to it. ``"search"``: the local search of :mod:`fairmiss.models.mip_search` is the fit (its
+  starts: CART on the batch and tree t-1; status ``"heuristic"``, no bound).
 * **warm_start_accepted** in ``solve_info_``: the start was feasible for the model (max
   violation ≤ 1e-6) and the solver's incumbent is no worse than the start objective.
   (:func:`fairmiss.solver.solve` does not expose HiGHS's own start-acceptance message.)
@@ -68,6 +77,7 @@ from fairmiss.models.mip_tree import (
     set_start_from_tree,
     tree_objective,
 )
+from fairmiss.models.mip_dp import dp_tree
 from fairmiss.models.mip_search import search_tree
 from fairmiss.solver import solve
 
@@ -91,6 +101,7 @@ ERR_BATCH = (
 )
 START_FEASIBILITY_TOL = 1e-6
 WARM_STARTS = (None, "previous", "cart", "best", "search")
+SOLVERS = ("mip", "dp", "search")
 #: restarts of the "search" warm start (fairmiss.models.mip_search); about 0.2-0.6 s per batch of 200
 SEARCH_RESTARTS = 50
 #: per feature, at most this many candidate thresholds in the search (observed values evenly spaced in rank).
@@ -199,7 +210,17 @@ class _BaseFairMIP(ClassifierMixin, BaseEstimator):
             raise ValueError(f"search_max_thresholds must be None or an integer >= 1, got {t!r}")
         if self.time_limit is not None and not self.time_limit >= 0:
             raise ValueError(f"time_limit must be None or >= 0, got {self.time_limit!r}")
-        if self.time_limit == 0 and self._warm_start() is None:
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        nl = self.dp_node_limit
+        if nl is not None and (not isinstance(nl, Integral) or isinstance(nl, bool) or nl < 1):
+            raise ValueError(f"dp_node_limit must be None or an integer >= 1, got {nl!r}")
+        t = self.dp_max_thresholds
+        if t is not None and (not isinstance(t, Integral) or isinstance(t, bool) or t < 1):
+            raise ValueError(f"dp_max_thresholds must be None or an integer >= 1, got {t!r}")
+        if self.dp_time_limit is not None and not self.dp_time_limit > 0:
+            raise ValueError(f"dp_time_limit must be None or > 0, got {self.dp_time_limit!r}")
+        if self.solver == "mip" and self.time_limit == 0 and self._warm_start() is None:
             raise ValueError("time_limit=0 (no solve) needs a warm_start: the start tree is the fit")
         if not (self.eps_split == "auto" or (isinstance(self.eps_split, Real) and self.eps_split > 0)):
             raise ValueError(f"eps_split must be 'auto' or > 0, got {self.eps_split!r}")
@@ -374,6 +395,10 @@ class _BaseFairMIP(ClassifierMixin, BaseEstimator):
         def obj(tree):
             return tree_objective(tree, batch, lambda_=lam, fairness=fair, eo_weight=self.eo_weight)
 
+        if self.solver == "dp":
+            return self._fit_one_dp(batch, opts)
+        if self.solver == "search":
+            return self._fit_one_search(batch, opts, prev, seed)
         mode = self._warm_start()
         start, source = None, None
         search_seconds = None
@@ -399,7 +424,7 @@ class _BaseFairMIP(ClassifierMixin, BaseEstimator):
             tree = canonicalize(start, batch, eps_split=opts.eps_split,
                                 relabel=opts.label_rule != "free")
             return tree, {
-                "status": "not_solved", "has_solution": False, "incumbent": None, "bound": None,
+                "solver": "mip", "status": "not_solved", "has_solution": False, "incumbent": None, "bound": None,
                 "gap": None, "build_seconds": 0.0, "solve_seconds": 0.0, "search_seconds": search_seconds,
                 "warm_start": source, "warm_start_objective": float(obj(tree)),
                 "warm_start_feasible": None, "warm_start_accepted": None, "fallback": None,
@@ -454,6 +479,7 @@ class _BaseFairMIP(ClassifierMixin, BaseEstimator):
             and res.incumbent <= start_obj + 1e-6
         )
         info = {
+            "solver": "mip",
             "status": res.status,
             "has_solution": res.has_solution,
             "incumbent": res.incumbent,
@@ -473,6 +499,44 @@ class _BaseFairMIP(ClassifierMixin, BaseEstimator):
             "eps_split": opts.eps_split,
         }
         return tree, info
+
+    def _fit_one_dp(self, batch: BatchData, opts):
+        """``solver="dp"``: the exact dynamic program (fairmiss.models.mip_dp)."""
+        res = dp_tree(batch, depth=self.max_depth, lambda_=float(self.lambda_), fairness=self.fairness,
+                      eo_weight=self.eo_weight, label_rule=opts.label_rule, eps_split=opts.eps_split,
+                      max_thresholds=self.dp_max_thresholds, node_limit=self.dp_node_limit,
+                      time_limit=self.dp_time_limit)
+        if res.status != "optimal":
+            warnings.warn(f"DP stopped with status {res.status!r} (bound {res.bound:.6g}, objective "
+                          f"{res.objective:.6g}); keeping the best tree found", MIPTimeLimitWarning, stacklevel=3)
+        gap = (res.objective - res.bound) / max(abs(res.objective), 1e-12)
+        return res.tree, {
+            "solver": "dp", "status": res.status, "has_solution": True, "incumbent": res.objective,
+            "bound": res.bound, "gap": gap, "build_seconds": 0.0, "solve_seconds": res.seconds,
+            "search_seconds": None, "warm_start": None, "warm_start_objective": None,
+            "warm_start_feasible": None, "warm_start_accepted": None, "fallback": None,
+            "objective": res.objective, "n_rows": batch.n, "n_unique_rows": int(len(batch.y)),
+            "eps_split": opts.eps_split, "dp_candidates": res.n_candidates,
+            "dp_subproblems": res.n_subproblems, "dp_front_sizes": res.front_sizes,
+            "dp_root_splits": res.root_splits,
+        }
+
+    def _fit_one_search(self, batch: BatchData, opts, prev, seed):
+        """``solver="search"``: the local search's tree is the fit (no MIP)."""
+        starts = [_cart_tree(batch, self.max_depth, seed)] + ([prev] if prev is not None else [])
+        found = search_tree(
+            batch, depth=self.max_depth, lambda_=float(self.lambda_), fairness=self.fairness,
+            eo_weight=self.eo_weight, label_rule=opts.label_rule, eps_split=opts.eps_split, starts=starts,
+            n_restarts=int(self.search_restarts), seed=int(seed), max_thresholds=self.search_max_thresholds,
+        )
+        return found.tree, {
+            "solver": "search", "status": "heuristic", "has_solution": True, "incumbent": found.objective,
+            "bound": None, "gap": None, "build_seconds": 0.0, "solve_seconds": 0.0,
+            "search_seconds": found.seconds, "warm_start": "search", "warm_start_objective": found.objective,
+            "warm_start_feasible": None, "warm_start_accepted": None, "fallback": None,
+            "objective": found.objective, "n_rows": batch.n, "n_unique_rows": int(len(batch.y)),
+            "eps_split": opts.eps_split,
+        }
 
     # ---- predict ---------------------------------------------------------------------
     def _vote_share(self, X) -> np.ndarray:
@@ -542,6 +606,17 @@ class FairMIPTreeClassifier(_BaseFairMIP):
     ordering_cuts : bool, default=False
     label_rule : {"majority", "free"}, default="majority"
         Formulation switches, see :class:`fairmiss.models.mip_tree.FormulationOptions`.
+    solver : {"mip", "dp", "search"}, default="mip"
+        How each tree is found (module docstring): HiGHS on Program 1 after the warm start (the
+        behaviour before issue 22), the exact dynamic program (:mod:`fairmiss.models.mip_dp`, proven
+        optimal), or the local search alone.
+    dp_node_limit : int or None, default=None
+        ``solver="dp"``: stop after this many root splits (deterministic); None: solve to optimality.
+    dp_time_limit : float or None, default=None
+        ``solver="dp"``: stop between root splits after this many seconds (not reproducible when it binds).
+    dp_max_thresholds : int or None, default=None
+        ``solver="dp"``: per feature at most this many candidate thresholds (as ``search_max_thresholds``);
+        None: every observed value, i.e. the optimum of Program 1 itself.
     merge_duplicates : bool, default=True
         Merge identical (x, y, s) rows into weighted rows (same optimum, smaller MIP).
     random_state : int, RandomState or None, default=None
@@ -589,6 +664,10 @@ class FairMIPTreeClassifier(_BaseFairMIP):
         routing: str = "paper",
         ordering_cuts: bool = False,
         label_rule: str = "majority",
+        solver: str = "mip",
+        dp_node_limit: int | None = None,
+        dp_time_limit: float | None = None,
+        dp_max_thresholds: int | None = None,
         merge_duplicates: bool = True,
         random_state=None,
     ):
@@ -608,6 +687,10 @@ class FairMIPTreeClassifier(_BaseFairMIP):
         self.routing = routing
         self.ordering_cuts = ordering_cuts
         self.label_rule = label_rule
+        self.solver = solver
+        self.dp_node_limit = dp_node_limit
+        self.dp_time_limit = dp_time_limit
+        self.dp_max_thresholds = dp_max_thresholds
         self.merge_duplicates = merge_duplicates
         self.random_state = random_state
 
@@ -643,8 +726,9 @@ class FairMIPForestClassifier(_BaseFairMIP):
     tie_rule : {0, 1}, default=0
         Class index that wins an exact tie of the vote (0 = authors' code).
     max_depth, lambda_, fairness, eo_weight, time_limit, search_restarts, search_max_thresholds,
-    threads, rel_gap, eps_split, big_m, routing, ordering_cuts, label_rule, merge_duplicates, random_state
-        As in :class:`FairMIPTreeClassifier`; ``time_limit`` is per tree.
+    threads, rel_gap, eps_split, big_m, routing, ordering_cuts, label_rule, solver, dp_node_limit,
+    dp_time_limit, dp_max_thresholds, merge_duplicates, random_state
+        As in :class:`FairMIPTreeClassifier`; ``time_limit`` and the DP limits are per tree.
 
     Attributes
     ----------
@@ -681,6 +765,10 @@ class FairMIPForestClassifier(_BaseFairMIP):
         routing: str = "paper",
         ordering_cuts: bool = False,
         label_rule: str = "majority",
+        solver: str = "mip",
+        dp_node_limit: int | None = None,
+        dp_time_limit: float | None = None,
+        dp_max_thresholds: int | None = None,
         merge_duplicates: bool = True,
         random_state=None,
     ):
@@ -705,6 +793,10 @@ class FairMIPForestClassifier(_BaseFairMIP):
         self.routing = routing
         self.ordering_cuts = ordering_cuts
         self.label_rule = label_rule
+        self.solver = solver
+        self.dp_node_limit = dp_node_limit
+        self.dp_time_limit = dp_time_limit
+        self.dp_max_thresholds = dp_max_thresholds
         self.merge_duplicates = merge_duplicates
         self.random_state = random_state
 

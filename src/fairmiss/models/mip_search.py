@@ -65,7 +65,7 @@ from fairmiss.models.mip_tree import (
     tree_objective,
 )
 
-__all__ = ["SearchResult", "search_tree"]
+__all__ = ["SearchResult", "candidate_splits", "search_tree"]
 
 _IMPROVE_TOL = 1e-12
 _EXHAUSTIVE_LABELS_MAX_LEAVES = 10
@@ -96,6 +96,44 @@ class SearchResult:
     start_objectives: dict = field(default_factory=dict)
     seconds: float = 0.0
     n_evaluations: int = 0
+
+
+def candidate_splits(batch: BatchData, eps_split: float, max_thresholds: int | None = None):
+    """The candidate MIA splits of a batch: distinct "goes left" masks over the (merged) rows.
+
+    Per feature j (in order) and threshold q in ``[-eps_split] + observed values`` (ascending; at most
+    ``max_thresholds`` observed values evenly spaced in rank, the largest kept) and missing direction
+    c in (True, False): the mask ``(observed & a_j <= q) | (missing & c)``; a mask equal to an earlier
+    one is dropped (the first (j, q, c) is kept). Shared by the local search and the exact dynamic
+    program (:mod:`fairmiss.models.mip_dp`), so both search the same space.
+
+    Returns
+    -------
+    LEFT : ndarray of bool, shape (n_unique, C)
+    meta : list of (j, q, c), one per column
+    seen : dict mapping ``np.packbits(mask).tobytes()`` to the column index
+    """
+    a, m = batch.a, batch.m.astype(bool)
+    masks, meta, seen = [], [], {}
+    for j in range(a.shape[1]):
+        obs = ~m[:, j]
+        vals = np.unique(a[obs, j])
+        if max_thresholds is not None and vals.size > max_thresholds:
+            # observed values evenly spaced in rank (the largest always kept: "all observed go left"):
+            # the subtree move is O(C^2) in the number of candidates C, so a continuous feature with
+            # one threshold per row (HSLS: 400 rows x 9 features) would cost gigabytes per move
+            vals = vals[np.unique(np.linspace(0, vals.size - 1, max_thresholds).round().astype(int))]
+        for q in np.concatenate([[-eps_split], vals]):
+            base = obs & (a[:, j] <= q)
+            for c in (True, False):
+                left = base | (~obs & c)
+                key = np.packbits(left).tobytes()
+                if key in seen:
+                    continue
+                seen[key] = len(masks)
+                masks.append(left)
+                meta.append((j, float(q), c))
+    return np.array(masks).T, meta, seen
 
 
 class _Search:
@@ -146,31 +184,9 @@ class _Search:
 
     # ---- candidates ------------------------------------------------------------------
     def _build_candidates(self):
-        a, m = self.batch.a, self.batch.m.astype(bool)
-        masks, meta, seen = [], [], {}
-        for j in range(a.shape[1]):
-            obs = ~m[:, j]
-            vals = np.unique(a[obs, j])
-            if self.max_thresholds is not None and vals.size > self.max_thresholds:
-                # observed values evenly spaced in rank (the largest always kept: "all observed go left"):
-                # the subtree move is O(C^2) in the number of candidates C, so a continuous feature with
-                # one threshold per row (HSLS: 400 rows x 9 features) would cost gigabytes per move
-                vals = vals[np.unique(np.linspace(0, vals.size - 1, self.max_thresholds).round().astype(int))]
-            for q in np.concatenate([[-self.eps], vals]):
-                base = obs & (a[:, j] <= q)
-                for c in (True, False):
-                    left = base | (~obs & c)
-                    key = np.packbits(left).tobytes()
-                    if key in seen:
-                        continue
-                    seen[key] = len(masks)
-                    masks.append(left)
-                    meta.append((j, float(q), c))
-        self.LEFT = np.array(masks).T  # (n_unique, C)
+        self.LEFT, self.meta, self._seen = candidate_splits(self.batch, self.eps, self.max_thresholds)
         self.LEFTf = self.LEFT.astype(float)
-        self.meta = meta
-        self._seen = seen
-        self.all_left = seen[np.packbits(np.ones(len(self.W), dtype=bool)).tobytes()]
+        self.all_left = self._seen[np.packbits(np.ones(len(self.W), dtype=bool)).tobytes()]
 
     def column_of(self, left: np.ndarray, j: int, q: float, c: bool) -> int:
         """Index of the candidate with this mask (added if new, e.g. a foreign threshold)."""
