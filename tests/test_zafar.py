@@ -240,3 +240,24 @@ def test_compas_cov_factor_curve(compas_split):
     for f in (0.4, 0.1):
         assert 0.05 < fits[f].predict(Xte).mean() < 0.95
         assert (fits[f].predict(Xte) == yte).mean() > 0.58
+
+
+def test_multi_start_keeps_the_best_feasible_end_point(data):
+    (X, y, z), _ = data
+    one = fit("fnr", X, y, z, cov_factor=0.2)
+    assert one.starts_ and len(one.starts_) == 1 and one.best_start_ == 0
+    many = fit("fnr", X, y, z, cov_factor=0.2, n_starts=4)
+    assert len(many.starts_) == 4
+    # start 0 is the single-start fit, bit for bit (same seed, same first draw)
+    assert many.starts_[0] == one.starts_[0]
+    feasible = [s for s in many.starts_ if s["violation"] <= many.max_slack]
+    assert feasible, many.starts_
+    chosen = many.starts_[many.best_start_]
+    assert chosen["violation"] <= many.max_slack
+    assert chosen["loss"] == min(s["loss"] for s in feasible)
+    assert chosen["loss"] <= one.starts_[0]["loss"] or one.starts_[0]["violation"] > one.max_slack
+    # deterministic under the seed
+    again = fit("fnr", X, y, z, cov_factor=0.2, n_starts=4)
+    np.testing.assert_array_equal(again.coef_, many.coef_)
+    with pytest.raises(ValueError):
+        fit("fnr", X, y, z, n_starts=0)

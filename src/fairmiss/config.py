@@ -454,6 +454,9 @@ class ZafarSpec(_LearnerBase):
     #: regression, 0 = the zero bound of spec 000 §4). None: the zero bound. τ only picks DCCP's local
     #: solution under the zero bound; cov_factor is the knob that trades accuracy for the gap.
     cov_factor: Annotated[float, Field(ge=0, le=1)] | None = None
+    #: penalty-CCP starts (the unconstrained optimum, then seeded perturbations); the lowest-loss end point
+    #: meeting the constraint is kept (fairmiss.models.zafar). 1 = Zafar et al.'s single start.
+    n_starts: Annotated[int, Field(ge=1, le=50)] = 1
 
 
 class BuDROSpec(_LearnerBase):

@@ -248,7 +248,7 @@ def _zafar(spec, seed, threads):
 
     est = make_pipeline(StandardScaler(), DisparateMistreatmentClassifier(
         constraint=spec.constraint, tau=spec.tau, mu=spec.mu, max_iter=spec.max_iter, cov_factor=spec.cov_factor,
-        random_state=seed))
+        n_starts=spec.n_starts, random_state=seed))
     return Learner(_SensitiveLast(est), needs_sensitive_fit=True)
 
 

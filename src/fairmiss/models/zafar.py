@@ -259,6 +259,7 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_slack": [Interval(Real, 0, None, closed="left")],
         "smoothing": [Interval(Real, 0, None, closed="left")],
+        "n_starts": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
     }
 
@@ -278,6 +279,7 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         tol: float = 1e-5,
         max_slack: float = 1e-3,
         smoothing: float = 0.0,
+        n_starts: int = 1,
         random_state=None,
     ):
         self.constraint = constraint
@@ -293,6 +295,7 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.max_slack = max_slack
         self.smoothing = smoothing
+        self.n_starts = n_starts
         self.random_state = random_state
 
     def __sklearn_tags__(self):
@@ -388,12 +391,29 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_, self.tau_, self.slack_, self.converged_ = 0, float(self.tau), np.zeros(0), True
         # The loss is convex: if its minimiser already satisfies every constraint it is the
         # constrained optimum too (a non-binding bound gives plain logistic regression).
+        self.starts_, self.best_start_ = [], 0
         if any(abs(t.cov(theta)) > self.cov_bound_[t.name] for t in terms):
-            jitter = 1e-8 * rng.standard_normal(d)
-            if not self.fit_intercept:
-                jitter[-1] = 0.0
-            theta = theta + jitter
-            theta = self._penalty_ccp(theta, smooth, terms, d)
+            # Start 0 is the unconstrained optimum (+ 1e-8 jitter), as Zafar's code does. Extra starts
+            # (n_starts > 1) perturb it by a seeded relative 10 % (start k: scale 0.1·k·|θ|); the penalty
+            # CCP is a local method whose end point is sensitive to its path, so the fit keeps the end
+            # point with the lowest loss among those meeting the constraint (max violation ≤ max_slack),
+            # else the least violating one; ties go to the earlier start. Recorded in ``starts_``.
+            lr = theta
+            best = None
+            for k in range(max(1, int(self.n_starts))):
+                scale = 1e-8 if k == 0 else 0.1 * k * (np.abs(lr) + 1e-3)
+                jitter = scale * rng.standard_normal(d)
+                if not self.fit_intercept:
+                    jitter[-1] = 0.0
+                th = self._penalty_ccp(lr + jitter, smooth, terms, d)
+                viol = max(0.0, max(abs(t.cov(th)) - self.cov_bound_[t.name] for t in terms))
+                loss = float(smooth(th)[0])
+                state = (self.n_iter_, self.tau_, self.slack_, self.converged_)
+                self.starts_.append({"loss": loss, "violation": viol, "converged": bool(self.converged_)})
+                rank = (viol > self.max_slack, viol if viol > self.max_slack else 0.0, loss)
+                if best is None or rank < best[0]:
+                    best = (rank, th, state, k)
+            _, theta, (self.n_iter_, self.tau_, self.slack_, self.converged_), self.best_start_ = best
         self.coef_ = theta[None, :-1].copy()
         self.intercept_ = np.array([theta[-1]])
         self.covariance_ = {t.name: t.cov(theta) for t in terms}
