@@ -75,6 +75,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from fairmiss.models.mip_search import candidate_splits
 from fairmiss.models.mip_tree import (
@@ -186,7 +187,9 @@ class _DP:
         self.all_left = seen[np.packbits(np.ones(n_u, dtype=bool)).tobytes()]
         y, s, k = batch.y.astype(np.int64), batch.s.astype(np.int64), batch.k.astype(np.int64)
         self.W = np.zeros((n_u, 4))
-        self.W[np.arange(n_u), 2 * y + s] = k  # cells (y0,s0) (y0,s1) (y1,s0) (y1,s1)
+        self.cell = 2 * y + s  # cells (y0,s0) (y0,s1) (y1,s0) (y1,s1)
+        self.W[np.arange(n_u), self.cell] = k
+        self.kf = k.astype(np.float64)
         self.n = float(batch.n)
         terms = _TERMS[fairness] if lambda_ > 0 else ()
         self.T = len(terms)
@@ -313,6 +316,19 @@ class _DP:
                 labs.append(np.stack([l0, l1], axis=-1))
         return np.stack(Os, axis=-2), np.stack(labs, axis=-2)
 
+    def pair_counts(self, rows, cols):
+        """LL (C, C, 4): weighted rows of each cell going left at split a and at split b, plus the
+        routing matrix L (r, C) and WL (C, 4). One product per cell (r C^2 in all)."""
+        L = self.LEFTf[np.ix_(rows, cols)]
+        cell, kf = self.cell[rows], self.kf[rows]
+        LL = np.empty((cols.size, cols.size, 4))
+        for c in range(4):
+            sel = cell == c
+            Lc = L[sel]
+            LL[:, :, c] = (Lc * kf[sel, None]).T @ Lc
+        WL = np.diagonal(LL, axis1=0, axis2=1).T  # L_ia L_ia = L_ia
+        return L, LL, np.ascontiguousarray(WL)
+
     # ---- subproblems -----------------------------------------------------------------
     def distinct_cols(self, rows) -> np.ndarray:
         """Candidate columns with distinct routing of ``rows`` (smallest index of each class), without
@@ -375,11 +391,9 @@ class _DP:
     def _children_depth1(self, rows, cols):
         """For every split a (cols) of the node and every split b of a child: the depth-1 child
         outcomes, pruned per a. Returns per side (O (C, K, 1+T), valid (C, K), split (C, K), lab (C, K, 2))."""
-        L, W = self.LEFTf[np.ix_(rows, cols)], self.W[rows]
         C = cols.size
-        WL = L.T @ W  # (C, 4)
-        tot = W.sum(axis=0)
-        LL = np.stack([(L * W[:, c:c + 1]).T @ L for c in range(4)], axis=-1)  # (C, C, 4)
+        _, LL, WL = self.pair_counts(rows, cols)  # (C, C, 4), (C, 4)
+        tot = self.W[rows].sum(axis=0)
         sides = []
         for N0, N1 in ((LL, WL[:, None, :] - LL), (WL[None, :, :] - LL, None)):
             if N1 is None:  # right child: rows right at a; left / right at b
@@ -457,19 +471,21 @@ class _DP:
             W = self.W[rows]
             if d == 0:
                 val = int(min(W[:, :2].sum(), W[:, 2:].sum()))
-            else:
-                cols = self.distinct_cols(rows)
-                L = self.LEFTf[np.ix_(rows, cols)]
+            else:  # every candidate (routing duplicates do not change a minimum); class counts suffice
+                L = self.LEFTf[rows].astype(np.float32)  # 0/1 times integer weights <= n: exact
+                kf = self.kf[rows].astype(np.float32)
+                neg = self.cell[rows] < 2
+                t0, t1 = float(W[:, :2].sum()), float(W[:, 2:].sum())
                 if d == 1:
-                    NL = L.T @ W
-                    NR = W.sum(axis=0) - NL
-                    val = int(np.rint(_min_err(NL) + _min_err(NR)).min())
+                    l0, l1 = kf[neg] @ L[neg], kf[~neg] @ L[~neg]
+                    val = int(np.rint(np.minimum(l0, l1) + np.minimum(t0 - l0, t1 - l1)).min())
                 else:
-                    WL, tot = L.T @ W, W.sum(axis=0)
-                    LL = np.stack([(L * W[:, c:c + 1]).T @ L for c in range(4)], axis=-1)
-                    left = (_min_err(LL) + _min_err(WL[:, None, :] - LL)).min(axis=1)
-                    B0 = WL[None, :, :] - LL
-                    right = (_min_err(B0) + _min_err((tot - WL)[:, None, :] - B0)).min(axis=1)
+                    A0 = (L[neg] * kf[neg, None]).T @ L[neg]  # negatives left at a and at b
+                    A1 = (L[~neg] * kf[~neg, None]).T @ L[~neg]
+                    w0, w1 = np.diagonal(A0), np.diagonal(A1)
+                    left = (np.minimum(A0, A1) + np.minimum(w0[:, None] - A0, w1[:, None] - A1)).min(axis=1)
+                    B0, B1 = w0[None, :] - A0, w1[None, :] - A1  # right at a, left at b
+                    right = (np.minimum(B0, B1) + np.minimum(t0 - w0[:, None] - B0, t1 - w1[:, None] - B1)).min(axis=1)
                     val = int(np.rint(left + right).min())
         else:  # identical feature vectors with both labels
             W = self.W[rows]
@@ -613,7 +629,10 @@ def dp_tree(
     t0 = time.perf_counter()
     dp = _DP(batch, depth, lambda_, fairness, eo_weight, label_rule, eps_split, max_thresholds,
              node_limit, time_limit, upper_bound)
-    raw, obj, bound, status, O, sizes, _, roots = dp.run()
+    # the routing products are small (rows x splits): one BLAS thread is ~10x faster than two on a
+    # busy 2-core machine, and the counts are integers, exact whatever the kernel or thread count
+    with threadpool_limits(1, user_api="blas"):
+        raw, obj, bound, status, O, sizes, _, roots = dp.run()
     tree = canonicalize(raw, batch, eps_split=eps_split, relabel=not dp.free)
     final = tree_objective(tree, batch, lambda_=lambda_, fairness=fairness, eo_weight=eo_weight)
     if abs(final - obj) > 1e-9:  # the integer outcome must be the predictor's objective
