@@ -150,8 +150,8 @@ class _Front:
     labels: np.ndarray
 
     @property
-    def min_e(self) -> int:
-        return int(self.O[:, 0].min())
+    def min_e(self) -> float:
+        return float(self.O[:, 0].min()) if self.O.shape[0] else np.inf
 
 
 def _bfs_join(a, left, right):
@@ -195,10 +195,11 @@ class _DP:
         self.T = len(terms)
         weight = eo_weight if self.T == 2 else 1.0
         ycell, scell = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
-        self.coef = np.zeros((2, 4, 1 + self.T), dtype=np.int64)  # coef[u]: cell counts -> (E, D_t)
+        # coef[u]: cell counts -> (E, D_t). Outcomes are integers held exactly in float64 (|D| <= n^2).
+        self.coef = np.zeros((2, 4, 1 + self.T))
         self.c = np.zeros(self.T)  # objective weight of |D_t|
         for u in (0, 1):
-            wrong = (ycell != u).astype(np.int64)
+            wrong = (ycell != u).astype(np.float64)
             self.coef[u, :, 0] = wrong
             for t, term in enumerate(terms):
                 d0, d1 = fairness_denominators(batch, term)
@@ -225,6 +226,13 @@ class _DP:
             obj = obj + self.c[t] * np.abs(O[..., 1 + t])
         return obj
 
+    def _sort_key(self, E, D):
+        """One float key ordering outcomes by D, then E (both integers: exact while |D| (max E + 1) < 2^52)."""
+        span = float(E.max()) + 1.0 if E.size else 1.0
+        if E.size and float(np.abs(D).max()) * span >= 2.0**52:
+            raise OverflowError("fairness counts too large for the DP's sort key")
+        return D * span + E
+
     def prune(self, O) -> np.ndarray:
         """Indices (ascending) of the outcomes of O (m, 1+T) that survive κ-dominance; among
         identical outcomes the first is kept."""
@@ -234,14 +242,16 @@ class _DP:
         E = O[:, 0]
         if self.T == 0:
             return np.array([int(np.argmin(E))])
-        keys = (np.arange(m), E) + tuple(O[:, t] for t in range(self.T, 0, -1))
-        order = np.lexsort(keys)  # by D_1, .., D_T, then E, then input order
+        if self.T == 1:
+            order = np.argsort(self._sort_key(E, O[:, 1]), kind="stable")  # by D, E, input order
+        else:
+            order = np.lexsort((np.arange(m), E) + tuple(O[:, t] for t in range(self.T, 0, -1)))
         Os = O[order]
         same_d = np.zeros(m, dtype=bool)
         same_d[1:] = (Os[1:, 1:] == Os[:-1, 1:]).all(axis=1)  # predecessor: same D, E no larger
         if self.T == 1:
             k = self.kappa[0]
-            Es, Ds = Os[:, 0].astype(float), Os[:, 1].astype(float)
+            Es, Ds = Os[:, 0], Os[:, 1]
             fwd = np.empty(m)
             fwd[0] = np.inf
             fwd[1:] = np.minimum.accumulate(Es - k * Ds)[:-1]
@@ -252,7 +262,7 @@ class _DP:
             return np.sort(order[~dom])
         # T >= 2: first one outcome per D vector (the smallest E, first generated), then pairwise
         cand = order[~same_d]
-        Oc = O[cand].astype(float)
+        Oc = O[cand]
         mc = Oc.shape[0]
         dom = np.zeros(mc, dtype=bool)
         step = max(1, _CHUNK // max(mc, 1))
@@ -264,48 +274,55 @@ class _DP:
             dom[i0:i0 + step] = (cost <= blk[:, 0:1] - _DOM_TOL).any(axis=1)
         return np.sort(cand[~dom])
 
-    def prune_rows(self, O) -> np.ndarray:
-        """Batched :meth:`prune` over the first axis of O (B, M, 1+T) (all entries valid): keep mask (B, M)."""
+    def prune_rows(self, O, valid) -> np.ndarray:
+        """Batched :meth:`prune` over the first axis of O (B, M, 1+T), entries where ``valid``: keep mask (B, M)."""
         B, M = O.shape[:2]
         keep = np.zeros((B, M), dtype=bool)
         if M == 0 or B == 0:
             return keep
         E = O[..., 0]
         if self.T == 0:
-            keep[np.arange(B), np.argmin(E, axis=1)] = True
-            return keep
+            Ev = np.where(valid, E, np.inf)
+            keep[np.arange(B), np.argmin(Ev, axis=1)] = True
+            return keep & valid
         if self.T >= 2:
             for b in range(B):
-                keep[b, self.prune(O[b])] = True
+                sel = np.flatnonzero(valid[b])
+                keep[b, sel[self.prune(O[b, sel])]] = True
             return keep
         D = O[..., 1]
-        idx = np.broadcast_to(np.arange(M), (B, M))
-        order = np.lexsort((idx, E, D), axis=1)
-        Es = np.take_along_axis(E, order, axis=1).astype(float)
+        span = float(E[valid].max()) + 1.0 if valid.any() else 1.0
+        if valid.any() and float(np.abs(D[valid]).max()) * span >= 2.0**52:
+            raise OverflowError("fairness counts too large for the DP's sort key")
+        key = np.where(valid, D * span + E, np.inf)  # by D, E, input order; invalid entries last
+        order = np.argsort(key, axis=1, kind="stable")
+        Es = np.take_along_axis(np.where(valid, E, np.inf), order, axis=1)
         Ds = np.take_along_axis(D, order, axis=1)
+        vs = np.take_along_axis(valid, order, axis=1)
         same_d = np.zeros((B, M), dtype=bool)
-        same_d[:, 1:] = Ds[:, 1:] == Ds[:, :-1]
-        Ds = Ds.astype(float)
+        same_d[:, 1:] = (Ds[:, 1:] == Ds[:, :-1]) & vs[:, :-1]
         k = self.kappa[0]
+        Ds = np.where(vs, Ds, 0.0)
         fwd = np.full((B, M), np.inf)
         fwd[:, 1:] = np.minimum.accumulate(Es - k * Ds, axis=1)[:, :-1]
         bwd = np.full((B, M), np.inf)
         bwd[:, :-1] = np.minimum.accumulate((Es + k * Ds)[:, ::-1], axis=1)[:, ::-1][:, 1:]
         dom = same_d | (fwd + k * Ds <= Es - _DOM_TOL) | (bwd - k * Ds <= Es - _DOM_TOL)
-        np.put_along_axis(keep, order, ~dom, axis=1)
+        np.put_along_axis(keep, order, vs & ~dom, axis=1)
         return keep
 
     # ---- leaves ----------------------------------------------------------------------
     def leaf_options(self, N):
         """N (..., 4) cell counts -> [(O (..., 1+T), label (...))]: one option (majority) or two (free,
         label 1 first so that empty leaves keep the paper's label 1)."""
-        Ni = np.rint(N).astype(np.int64)
+        shape = N.shape[:-1]
+        N2 = N.reshape(-1, 4)
+        O1 = (N2 @ self.coef[1]).reshape(shape + (1 + self.T,))
+        O0 = (N2 @ self.coef[0]).reshape(shape + (1 + self.T,))
         if self.free:
-            return [(Ni @ self.coef[1], np.ones(Ni.shape[:-1], np.int8)),
-                    (Ni @ self.coef[0], np.zeros(Ni.shape[:-1], np.int8))]
-        u1 = (Ni[..., 2] + Ni[..., 3]) >= (Ni[..., 0] + Ni[..., 1])
-        O = np.where(u1[..., None], Ni @ self.coef[1], Ni @ self.coef[0])
-        return [(O, u1.astype(np.int8))]
+            return [(O1, np.ones(shape, np.int8)), (O0, np.zeros(shape, np.int8))]
+        u1 = (N[..., 2] + N[..., 3]) >= (N[..., 0] + N[..., 1])
+        return [(np.where(u1[..., None], O1, O0), u1.astype(np.int8))]
 
     def stump_options(self, N0, N1):
         """Depth-1 subtrees with leaf counts N0, N1 (..., 4) -> O (..., m, 1+T), labels (..., m, 2)."""
@@ -343,15 +360,16 @@ class _DP:
         return np.packbits(mask).tobytes()
 
     def empty_front(self, d) -> _Front:
-        return _Front(np.zeros((1, 1 + self.T), dtype=np.int64),
+        return _Front(np.zeros((1, 1 + self.T)),
                       np.full((1, 2**d - 1), self.all_left, dtype=np.int64), np.ones((1, 2**d), np.int8))
 
-    def solve(self, mask, d) -> _Front:
-        """Front of depth-d subtrees on the rows in ``mask`` (memoised)."""
+    def solve(self, mask, d, budget=np.inf) -> _Front:
+        """Front of depth-d subtrees on the rows in ``mask`` (memoised), restricted to outcomes with
+        E <= ``budget`` (a subtree with more errors cannot be part of a tree beating the incumbent)."""
         k = (self.key(mask), d)
         hit = self.memo.get(k)
-        if hit is not None:
-            return hit
+        if hit is not None and hit[1] >= budget:
+            return hit[0]
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             front = self.empty_front(d)
@@ -362,19 +380,19 @@ class _DP:
             keep = self.prune(O)
             front = _Front(O[keep], np.zeros((keep.size, 0), np.int64), lab[keep])
         elif d == 1:
-            front = self.depth1(rows)
+            front = self.depth1(rows, budget=budget)
         elif d == 2:
-            front = self.depth2(rows)
+            front = self.depth2(rows, budget=budget)
         else:
-            front = self.deeper(mask, rows, d)
-        self.memo[k] = front
+            front = self.deeper(mask, rows, d, budget)
+        self.memo[k] = (front, budget)
         st = self.sizes.setdefault(d, [0, 0, 0])
         st[0] += 1
         st[1] += front.O.shape[0]
         st[2] = max(st[2], front.O.shape[0])
         return front
 
-    def depth1(self, rows, root=False):
+    def depth1(self, rows, root=False, budget=np.inf):
         cols = self.distinct_cols(rows)
         L, W = self.LEFTf[np.ix_(rows, cols)], self.W[rows]
         NL = L.T @ W
@@ -385,39 +403,42 @@ class _DP:
         split = np.repeat(cols, m)
         if root:
             return O, split[:, None], lab
-        keep = self.prune(O)
+        sel = np.flatnonzero(O[:, 0] <= budget)
+        keep = sel[self.prune(O[sel])]
         return _Front(O[keep], split[keep, None], lab[keep])
 
-    def _children_depth1(self, rows, cols):
+    def _children_depth1(self, rows, cols, budget=np.inf):
         """For every split a (cols) of the node and every split b of a child: the depth-1 child
-        outcomes, pruned per a. Returns per side (O (C, K, 1+T), valid (C, K), split (C, K), lab (C, K, 2))."""
+        outcomes, pruned per a (and by the error budget). Per side: (O (C, K, 1+T), valid (C, K),
+        split (C, K), lab (C, K, 2))."""
         C = cols.size
         _, LL, WL = self.pair_counts(rows, cols)  # (C, C, 4), (C, 4)
         tot = self.W[rows].sum(axis=0)
-        sides = []
-        for N0, N1 in ((LL, WL[:, None, :] - LL), (WL[None, :, :] - LL, None)):
-            if N1 is None:  # right child: rows right at a; left / right at b
-                N1 = (tot - WL)[:, None, :] - N0
+        right0 = WL[None, :, :] - LL  # right at a, left at b
+        raw = []
+        for N0, N1 in ((LL, WL[:, None, :] - LL), (right0, (tot - WL)[:, None, :] - right0)):
             O, lab = self.stump_options(N0, N1)  # (C, C, m, 1+T), (C, C, m, 2)
             m = O.shape[2]
-            O = O.reshape(C, C * m, 1 + self.T)
-            lab = lab.reshape(C, C * m, 2)
+            raw.append((O.reshape(C, C * m, 1 + self.T), lab.reshape(C, C * m, 2), m))
+        mins = [r[0][..., 0].min(axis=1) for r in raw]  # smallest E of each child, per a
+        sides = []
+        for side, (O, lab, m) in enumerate(raw):
+            valid = O[..., 0] + mins[1 - side][:, None] <= budget
             split = np.broadcast_to(np.repeat(cols, m), (C, C * m))
-            keep = self.prune_rows(O)
+            keep = self.prune_rows(O, valid)
             K = max(int(keep.sum(axis=1).max()), 1)
             pos = np.argsort(~keep, axis=1, kind="stable")[:, :K]
-            valid = np.take_along_axis(keep, pos, axis=1)
-            sides.append((np.take_along_axis(O, pos[..., None], axis=1), valid,
+            sides.append((np.take_along_axis(O, pos[..., None], axis=1), np.take_along_axis(keep, pos, axis=1),
                           np.take_along_axis(split, pos, axis=1),
                           np.take_along_axis(lab, pos[..., None], axis=1)))
         return sides
 
-    def depth2(self, rows, root=False):
+    def depth2(self, rows, root=False, budget=np.inf):
         cols = self.distinct_cols(rows)
-        (OL, vL, sL, lL), (OR, vR, sR, lR) = self._children_depth1(rows, cols)
+        (OL, vL, sL, lL), (OR, vR, sR, lR) = self._children_depth1(rows, cols, budget)
         C, KL, KR = cols.size, OL.shape[1], OR.shape[1]
         S = OL[:, :, None, :] + OR[:, None, :, :]  # (C, KL, KR, 1+T)
-        valid = (vL[:, :, None] & vR[:, None, :]).reshape(-1)
+        valid = (vL[:, :, None] & vR[:, None, :] & (S[..., 0] <= budget)).reshape(-1)
         flat = np.flatnonzero(valid)
         O = S.reshape(-1, 1 + self.T)[flat]
         ia, rem = np.divmod(flat, KL * KR)
@@ -431,17 +452,27 @@ class _DP:
             return O, splits, labels
         return _Front(O, splits, labels)
 
-    def deeper(self, mask, rows, d):
+    def deeper(self, mask, rows, d, budget=np.inf):
         cols = self.distinct_cols(rows)
         Os, parts = [], []
         for a in cols:
             col = self.LEFT[:, a]
-            FL, FR = self.solve(mask & col, d - 1), self.solve(mask & ~col, d - 1)
+            FL = self.solve(mask & col, d - 1, budget - self.lb_errors(mask & ~col, d - 1))
+            if FL.O.shape[0] == 0:
+                continue
+            FR = self.solve(mask & ~col, d - 1, budget - FL.min_e)
+            if FR.O.shape[0] == 0:
+                continue
             S = (FL.O[:, None, :] + FR.O[None, :, :]).reshape(-1, 1 + self.T)
-            keep = self.prune(S)
+            sel = np.flatnonzero(S[:, 0] <= budget)
+            keep = sel[self.prune(S[sel])]
+            if keep.size == 0:
+                continue
             il, ir = np.divmod(keep, FR.O.shape[0])
             Os.append(S[keep])
             parts.append((a, FL, FR, il, ir))
+        if not Os:  # nothing within the budget
+            return _Front(np.zeros((0, 1 + self.T)), np.zeros((0, 2**d - 1), np.int64), np.zeros((0, 2**d), np.int8))
         O = np.concatenate(Os)
         keep = self.prune(O)
         owner = np.repeat(np.arange(len(parts)), [p[3].size for p in parts])[keep]
@@ -458,9 +489,6 @@ class _DP:
     def lb_errors(self, mask, d) -> int:
         """A lower bound on E of any depth-d subtree on ``mask`` (fairness terms are >= 0)."""
         k = (self.key(mask), d)
-        hit = self.memo.get(k)
-        if hit is not None:
-            return hit.min_e
         hit = self.lb_memo.get(k)
         if hit is not None:
             return hit
@@ -529,12 +557,14 @@ class _DP:
                     bound = float(min(best[0], rest.min()))
                     break
                 col = self.LEFT[:, a]
-                FL = self.solve(col, D - 1)
-                if FL.min_e / self.n + self.lb_errors(~col, D - 1) / self.n > ref + _TIE:
-                    solved += 1
-                    continue
-                FR = self.solve(~col, D - 1)
+                cap = self.n * (ref + _TIE) + 1e-7  # errors of a tree that can still tie the incumbent
+                FL = self.solve(col, D - 1, cap - self.lb_errors(~col, D - 1))
                 solved += 1
+                if FL.O.shape[0] == 0 or FL.min_e + self.lb_errors(~col, D - 1) > cap:
+                    continue
+                FR = self.solve(~col, D - 1, cap - FL.min_e)
+                if FR.O.shape[0] == 0:
+                    continue
                 S = FL.O[:, None, :] + FR.O[None, :, :]
                 obj = self.objective(S)
                 i = self._pick(S.reshape(-1, 1 + self.T), obj.reshape(-1))
@@ -640,5 +670,5 @@ def dp_tree(
     if status == "optimal":
         bound = final
     return DPResult(tree, float(final), float(min(bound, final)), status, time.perf_counter() - t0,
-                    int(O[0]), tuple(int(v) for v in O[1:]), sizes, int(dp.LEFT.shape[1]),
+                    int(round(O[0])), tuple(int(round(v)) for v in O[1:]), sizes, int(dp.LEFT.shape[1]),
                     int(sum(v["n"] for v in sizes.values())), roots)
