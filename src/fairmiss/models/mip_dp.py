@@ -71,6 +71,7 @@ Empty fairness denominators raise the same ``ValueError`` as :func:`~fairmiss.mo
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -152,6 +153,21 @@ class _Front:
     @property
     def min_e(self) -> float:
         return float(self.O[:, 0].min()) if self.O.shape[0] else np.inf
+
+
+def _compact(mask, O, split, lab):
+    """Keep the entries where ``mask`` (B, M), in order, left-aligned in (B, K) arrays; returns
+    (O, valid, split, lab) with K = the largest kept count of a row (at least 1)."""
+    B = mask.shape[0]
+    K = max(int(mask.sum(axis=1).max()) if mask.size else 0, 1)
+    r, c = np.nonzero(mask)
+    pos = (np.cumsum(mask, axis=1) - 1)[r, c]
+    Oc = np.zeros((B, K) + O.shape[2:])
+    sc = np.zeros((B, K), dtype=split.dtype)
+    lc = np.zeros((B, K) + lab.shape[2:], dtype=lab.dtype)
+    vc = np.zeros((B, K), dtype=bool)
+    Oc[r, pos], sc[r, pos], lc[r, pos], vc[r, pos] = O[r, c], split[r, c], lab[r, c], True
+    return Oc, vc, sc, lc
 
 
 def _bfs_join(a, left, right):
@@ -312,39 +328,54 @@ class _DP:
         return keep
 
     # ---- leaves ----------------------------------------------------------------------
-    def leaf_options(self, N):
-        """N (..., 4) cell counts -> [(O (..., 1+T), label (...))]: one option (majority) or two (free,
-        label 1 first so that empty leaves keep the paper's label 1)."""
-        shape = N.shape[:-1]
-        N2 = N.reshape(-1, 4)
-        O1 = (N2 @ self.coef[1]).reshape(shape + (1 + self.T,))
-        O0 = (N2 @ self.coef[0]).reshape(shape + (1 + self.T,))
-        if self.free:
-            return [(O1, np.ones(shape, np.int8)), (O0, np.zeros(shape, np.int8))]
-        u1 = (N[..., 2] + N[..., 3]) >= (N[..., 0] + N[..., 1])
-        return [(np.where(u1[..., None], O1, O0), u1.astype(np.int8))]
+    def _lin(self, u, P):
+        """(E, D_1..D_T) of leaves with label u from the four cell-count planes P (only the non-zero
+        integer coefficients are applied: elementwise, no products over a size-4 axis)."""
+        out = []
+        for j in range(1 + self.T):
+            acc = None
+            for c in range(4):
+                w = self.coef[u, c, j]
+                if w != 0:
+                    term = P[c] if w == 1 else P[c] * w
+                    acc = term if acc is None else acc + term
+            out.append(np.zeros(np.shape(P[0])) if acc is None else acc)
+        return out
 
-    def stump_options(self, N0, N1):
-        """Depth-1 subtrees with leaf counts N0, N1 (..., 4) -> O (..., m, 1+T), labels (..., m, 2)."""
+    def leaf_planes(self, P):
+        """Cell-count planes P (4 arrays of one shape) -> [(outcome planes [E, D_1..D_T], label)]: one option
+        (majority, ties -> 1) or two (free labels, label 1 first so that empty leaves keep label 1)."""
+        o1, o0 = self._lin(1, P), self._lin(0, P)
+        if self.free:
+            return [(o1, np.ones(np.shape(P[0]), np.int8)), (o0, np.zeros(np.shape(P[0]), np.int8))]
+        u1 = (P[2] + P[3]) >= (P[0] + P[1])
+        return [([np.where(u1, a, b) for a, b in zip(o1, o0, strict=True)], u1.astype(np.int8))]
+
+    def leaf_options(self, N):
+        """N (..., 4) cell counts -> [(O (..., 1+T), label (...))]."""
+        return [(np.stack(o, axis=-1), lab) for o, lab in self.leaf_planes([N[..., c] for c in range(4)])]
+
+    def stump_options(self, P0, P1):
+        """Depth-1 subtrees whose leaves have cell-count planes P0, P1 -> O (..., m, 1+T), labels (..., m, 2)."""
         Os, labs = [], []
-        for o0, l0 in self.leaf_options(N0):
-            for o1, l1 in self.leaf_options(N1):
-                Os.append(o0 + o1)
-                labs.append(np.stack([l0, l1], axis=-1))
+        for o0, l0 in self.leaf_planes(P0):
+            for o1, l1 in self.leaf_planes(P1):
+                Os.append(np.stack([a + b for a, b in zip(o0, o1, strict=True)], axis=-1))
+                labs.append(np.stack(np.broadcast_arrays(l0, l1), axis=-1))
         return np.stack(Os, axis=-2), np.stack(labs, axis=-2)
 
     def pair_counts(self, rows, cols):
-        """LL (C, C, 4): weighted rows of each cell going left at split a and at split b, plus the
-        routing matrix L (r, C) and WL (C, 4). One product per cell (r C^2 in all)."""
+        """LL (4, C, C): weighted rows of each cell going left at split a and at split b, and WL (4, C)
+        (the diagonal). One product per cell (r C^2 in all)."""
         L = self.LEFTf[np.ix_(rows, cols)]
         cell, kf = self.cell[rows], self.kf[rows]
-        LL = np.empty((cols.size, cols.size, 4))
+        LL = np.empty((4, cols.size, cols.size))
         for c in range(4):
             sel = cell == c
             Lc = L[sel]
-            LL[:, :, c] = (Lc * kf[sel, None]).T @ Lc
-        WL = np.diagonal(LL, axis1=0, axis2=1).T  # L_ia L_ia = L_ia
-        return L, LL, np.ascontiguousarray(WL)
+            LL[c] = (Lc * kf[sel, None]).T @ Lc
+        WL = np.ascontiguousarray(np.diagonal(LL, axis1=1, axis2=2))  # L_ia L_ia = L_ia
+        return LL, WL
 
     # ---- subproblems -----------------------------------------------------------------
     def distinct_cols(self, rows) -> np.ndarray:
@@ -397,7 +428,7 @@ class _DP:
         L, W = self.LEFTf[np.ix_(rows, cols)], self.W[rows]
         NL = L.T @ W
         NR = W.sum(axis=0) - NL
-        O, lab = self.stump_options(NL, NR)  # (C, m, 1+T), (C, m, 2)
+        O, lab = self.stump_options([NL[:, c] for c in range(4)], [NR[:, c] for c in range(4)])
         m = O.shape[1]
         O, lab = O.reshape(-1, 1 + self.T), lab.reshape(-1, 2)
         split = np.repeat(cols, m)
@@ -412,26 +443,43 @@ class _DP:
         outcomes, pruned per a (and by the error budget). Per side: (O (C, K, 1+T), valid (C, K),
         split (C, K), lab (C, K, 2))."""
         C = cols.size
-        _, LL, WL = self.pair_counts(rows, cols)  # (C, C, 4), (C, 4)
+        LL, WL = self.pair_counts(rows, cols)  # (4, C, C), (4, C)
         tot = self.W[rows].sum(axis=0)
-        right0 = WL[None, :, :] - LL  # right at a, left at b
+        left = ([LL[c] for c in range(4)], [WL[c][:, None] - LL[c] for c in range(4)])
+        right0 = [WL[c][None, :] - LL[c] for c in range(4)]  # right at a, left at b
+        right = (right0, [tot[c] - WL[c][:, None] - right0[c] for c in range(4)])
         raw = []
-        for N0, N1 in ((LL, WL[:, None, :] - LL), (right0, (tot - WL)[:, None, :] - right0)):
-            O, lab = self.stump_options(N0, N1)  # (C, C, m, 1+T), (C, C, m, 2)
+        for P0, P1 in (left, right):
+            O, lab = self.stump_options(P0, P1)  # (C, C, m, 1+T), (C, C, m, 2)
             m = O.shape[2]
             raw.append((O.reshape(C, C * m, 1 + self.T), lab.reshape(C, C * m, 2), m))
         mins = [r[0][..., 0].min(axis=1) for r in raw]  # smallest E of each child, per a
         sides = []
         for side, (O, lab, m) in enumerate(raw):
-            valid = O[..., 0] + mins[1 - side][:, None] <= budget
+            valid = self.anchor_filter(O, O[..., 0] + mins[1 - side][:, None] <= budget)
             split = np.broadcast_to(np.repeat(cols, m), (C, C * m))
+            O, valid, split, lab = _compact(valid, O, split, lab)
             keep = self.prune_rows(O, valid)
-            K = max(int(keep.sum(axis=1).max()), 1)
-            pos = np.argsort(~keep, axis=1, kind="stable")[:, :K]
-            sides.append((np.take_along_axis(O, pos[..., None], axis=1), np.take_along_axis(keep, pos, axis=1),
-                          np.take_along_axis(split, pos, axis=1),
-                          np.take_along_axis(lab, pos[..., None], axis=1)))
+            sides.append(_compact(keep, O, split, lab))
         return sides
+
+    def anchor_filter(self, O, valid):
+        """Drop (per row of O (B, M, 1+T)) outcomes κ-dominated by one of a few anchors of their row: the
+        smallest E and the smallest E ± Σ_t κ_t D_t. Cheap (no sort) and exact: dominance is transitive,
+        so what :meth:`prune_rows` keeps afterwards is what it would have kept from all the outcomes."""
+        if self.T == 0 or O.shape[1] == 0:
+            return valid
+        E = np.where(valid, O[..., 0], np.inf)
+        keys = [E]
+        for signs in itertools.product((1.0, -1.0), repeat=self.T):
+            keys.append(E + sum(sg * k * O[..., 1 + t] for t, (sg, k) in enumerate(zip(signs, self.kappa, strict=True))))
+        rows = np.arange(O.shape[0])
+        for key in keys:
+            j = np.argmin(key, axis=1)
+            Oj = O[rows, j]  # (B, 1+T)
+            cost = Oj[:, None, 0] + sum(k * np.abs(O[..., 1 + t] - Oj[:, None, 1 + t]) for t, k in enumerate(self.kappa))
+            valid = valid & ~(cost <= O[..., 0] - _DOM_TOL)
+        return valid
 
     def depth2(self, rows, root=False, budget=np.inf):
         cols = self.distinct_cols(rows)
