@@ -46,8 +46,14 @@ search).
 Bounds. At the root (depth >= 3), root splits are visited in the order of a lower bound (the smallest
 misclassification count of the two depth-(D-1) children, from a λ = 0 depth-2 DP or the misclassifications
 forced by identical feature vectors), and a root split is skipped when its bound exceeds the incumbent
-(an optional ``upper_bound``, e.g. the search's objective, seeds the incumbent). This never changes the
-answer (see the tie rule), only the time.
+(an optional ``upper_bound``, e.g. the search's objective, seeds the incumbent). Below the root, a
+subtree's outcomes with more errors than ``n * incumbent - (lower bound of its sibling)`` are dropped
+before merging (an error budget; the memo records the budget a front was built with). None of this
+changes the answer (see the tie rule), only the time. The bound ignores fairness, so at large λ on
+batches with many candidate splits (Adult, λ = 1) it may bound out few root splits (bench/results/mip_dp.md).
+
+Not implemented: the λ-free front (one solve for the whole λ path, or the constrained form |ΔFNR| <= ε):
+fronts are κ-pruned for the one λ asked for.
 
 Certificates and limits
 -----------------------
