@@ -368,3 +368,26 @@ def test_config_solver_field_reaches_the_estimator_and_keeps_old_hashes():
     assert (est.solver, est.dp_node_limit, est.dp_max_thresholds) == ("dp", 5, 16)
     with pytest.raises(ValueError):
         FairMIPForestSpec(solver="gurobi")
+
+
+def test_generic_depth3_fronts_match_the_root_solver():
+    """The generic merge used below the root at depth >= 4 (``_DP.deeper``) gives, on the whole batch, a
+    depth-3 front whose best outcome is the (brute-force-checked) depth-3 optimum, and each front point's
+    tree has exactly that outcome when routed by the predictor."""
+    from fairmiss.models.mip_dp import _DP
+    from fairmiss.models.mip_tree import MIATree
+
+    batch = medium_batch(4, n=60, d=3)
+    for fairness, lam in (("fnr", 0.7), ("equalized_odds", 0.5), ("none", 0.0)):
+        ref = dp_tree(batch, depth=3, lambda_=lam, fairness=fairness, eps_split=EPS)
+        dp = _DP(batch, 3, lam, fairness, 1.0, "majority", EPS, None, None, None, None)
+        front = dp.solve(np.ones(len(batch.y), dtype=bool), 3)
+        assert dp.objective(front.O).min() == pytest.approx(ref.objective, abs=1e-12)
+        for i in range(min(5, front.O.shape[0])):
+            sp = front.splits[i]
+            tree = MIATree(3, np.array([dp.meta[c][0] for c in sp]), np.array([dp.meta[c][1] for c in sp]),
+                           np.array([dp.meta[c][2] for c in sp]), front.labels[i].astype(int))
+            err = (tree.predict(batch.x) != batch.y) @ batch.k
+            assert err == front.O[i, 0]
+            assert tree_objective(tree, batch, lambda_=lam, fairness=fairness) == pytest.approx(
+                float(dp.objective(front.O[i])), abs=1e-12)
