@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer,
+                      model_validator)
 
 from fairmiss.io import SAFE_LABEL, SAFE_NAME, check_name, stable_hash
 
@@ -427,9 +428,7 @@ class FairMIPForestSpec(_LearnerBase):
     dp_max_thresholds: Annotated[int, Field(ge=1)] | None = None
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    from pydantic import model_serializer as _serializer  # imported here to keep this edit in the class
-
-    @_serializer(mode="wrap")
+    @model_serializer(mode="wrap")
     def _omit_default_solver_fields(self, handler):
         """Leave the solver fields out of dumps while they have their defaults, so that configs written
         before they existed keep their config hash and cell cache keys (committed results unchanged)."""
@@ -438,8 +437,6 @@ class FairMIPForestSpec(_LearnerBase):
             if k in out and out[k] == default:
                 del out[k]
         return out
-
-    del _serializer
 
 
 class ZafarSpec(_LearnerBase):
