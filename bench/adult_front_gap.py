@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from fairmiss.config import load_config
-from fairmiss.learners import make_learner
+from fairmiss.learners.build import make_learner
 from fairmiss.pipeline import make_split, prepare
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Paper 001's median-R² table, ours beside theirs (issue 4), and imputation timings on Adult-size data.
 
-Part 1 runs :func:`fairmiss.sim001.run_001_table` (Model 1, d = 9, ρ = 0.5, 20 % missing on
+Part 1 runs :func:`fairmiss.studies.p001_sim.run_001_table` (Model 1, d = 9, ρ = 0.5, 20 % missing on
 X1..X3, n_train = n_test = 1000, paired seeds) with every Python learner of spec 001 §4.2 and
 compares the medians with spec 001 §4.6 (1000 reps in the paper; here ``--n-reps``, default 20,
 which takes about 5 minutes on one core).
@@ -32,8 +32,10 @@ import sklearn
 from sklearn.experimental import enable_iterative_imputer  # noqa: F401
 from sklearn.impute import IterativeImputer, KNNImputer, SimpleImputer
 
-from fairmiss import missingness, sim001
-from fairmiss.diagnostics import imputation_discrimination_risk
+from fairmiss.missingness import mechanisms as missingness
+
+from fairmiss.studies import p001_sim as sim001
+from fairmiss.impute.diagnostics import imputation_discrimination_risk
 from fairmiss.seeds import derive_rng
 
 logger = logging.getLogger("bench.001")

@@ -43,8 +43,8 @@ from sklearn.metrics import roc_auc_score
 
 from fairmiss.io import atomic_write_json, atomic_write_text
 from fairmiss.seeds import derive_seed
-from fairmiss.splits import split_indices
-from fairmiss.study002 import _logistic, make_projector
+from fairmiss.missingness.splits import split_indices
+from fairmiss.studies.p002_hcp import _logistic, make_projector
 
 logger = logging.getLogger("bench.002_sweep")
 KS = (10, 30, 50, 100)
@@ -58,7 +58,7 @@ def load(name: str):
         d = prepare(DatasetSpec(name="compas_002"), processed_dir=Path("/tmp/fairmiss-bench-002"), allow_download=False)
         return d.df[d.features].to_numpy(float), d.df[d.label].to_numpy().astype(int), d.df[d.group].to_numpy()
     if name == "hcp_synthetic+assoc":
-        from fairmiss.data.hcp import EDGES, generate_hcp_synthetic
+        from fairmiss.datasets.hcp import EDGES, generate_hcp_synthetic
 
         df = generate_hcp_synthetic(1056, seed=0)
         z = df["scanner"].to_numpy()

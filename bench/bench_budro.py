@@ -61,8 +61,7 @@ logger = logging.getLogger("bench_budro")
 def _adult():
     from sklearn.model_selection import train_test_split
 
-    from fairmiss.data import get_variant
-
+    from fairmiss.datasets import get_variant
     df, _ = get_variant("adult_004").build(RAW)
     feats = [c for c in df.columns if c != "income"]
     X, y = df[feats], df["income"].to_numpy().astype(int)
@@ -79,8 +78,8 @@ def _run(config: str, q):
     logging.basicConfig(level=logging.WARNING)
     import xgboost as xgb
 
-    from fairmiss.models.budro import BuDROClassifier
-    from fairmiss.models.budro_metrics import balanced_accuracy, counterfactual_consistency, counterfactual_copies
+    from fairmiss.learners.budro.boosting import BuDROClassifier
+    from fairmiss.learners.budro.metrics import balanced_accuracy, counterfactual_consistency, counterfactual_copies
 
     Xtr, Xte, ytr, yte = _adult()
     n = len(ytr)
@@ -140,8 +139,8 @@ def _approx(config: str, q):
     """
     import xgboost as xgb
 
-    from fairmiss.models.fair_metric import FairMetric
-    from fairmiss.models.ot import all_candidates, knn_candidates, solve_ot
+    from fairmiss.learners.budro.fair_metric import FairMetric
+    from fairmiss.learners.budro.ot import all_candidates, knn_candidates, solve_ot
 
     Xtr, _, ytr, _ = _adult()
     n = len(ytr)

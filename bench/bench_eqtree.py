@@ -31,7 +31,7 @@ import sklearn  # noqa: E402
 import xgboost as xgb  # noqa: E402
 from sklearn.ensemble import RandomForestRegressor  # noqa: E402
 
-from fairmiss.models.eqtree import (  # noqa: E402
+from fairmiss.learners.equality_trees.eqtree import (  # noqa: E402
     EqualityConstrainedTrees,
     LeafProblem,
     equalise_leaf_values,

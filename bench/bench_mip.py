@@ -5,7 +5,7 @@ COMPAS batch of n = 200 (depth 3, λ = 0.2, Table-3 missingness injected), it re
 recomputed objective of the solver's tree after a short and a long time limit for several
 formulation variants, bracketed by the greedy CART objective (an upper bound we can always
 reach) and the LP-relaxation bound (a lower bound). It also runs the local search of
-:mod:`fairmiss.models.mip_search` alone (no solver), HiGHS warm-started from the search tree
+:mod:`fairmiss.learners.fair_mip_forest.search` alone (no solver), HiGHS warm-started from the search tree
 (short and long limits), and a reference long solve from the CART start (``--reference``,
 60 s by default: the issue's "60-s solve"), for every regulariser.
 
@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 import pyomo.environ as pyo
 
-from fairmiss.models.mip_forest import SEARCH_RESTARTS, _auto_eps, _cart_tree
-from fairmiss.models.mip_search import search_tree
-from fairmiss.models.mip_tree import (
+from fairmiss.learners.fair_mip_forest.forest import SEARCH_RESTARTS, _auto_eps, _cart_tree
+from fairmiss.learners.fair_mip_forest.search import search_tree
+from fairmiss.learners.fair_mip_forest.tree import (
     FormulationOptions,
     build_model,
     extract_tree,
@@ -185,13 +185,13 @@ def main(argv=None):
     logger.setLevel(logging.INFO)
 
     try:  # the project's dataset module, if it is there
-        from fairmiss.data import load_dataset  # type: ignore[attr-defined]
+        from fairmiss.datasets import load_dataset  # type: ignore[attr-defined]
 
         df = load_dataset("compas_000")
-        source = "fairmiss.data.load_dataset('compas_000')"
+        source = "fairmiss.datasets.load_dataset('compas_000')"
         X, y, s = df[FEATURES], df["two_year_recid"].to_numpy(int), df["race"].to_numpy(int)
     except Exception as exc:  # noqa: BLE001 - fall back to the bench's own loader
-        logger.info("fairmiss.data.load_dataset unavailable (%s); using the bench loader", exc)
+        logger.info("fairmiss.datasets.load_dataset unavailable (%s); using the bench loader", exc)
         X, y, s = load_compas()
         source = "bench loader (spec 000 §3.1)"
     X = inject_table3(X, s)
@@ -305,7 +305,7 @@ def render_md(res) -> str:
         "",
         f"## Summary: local search vs. the {res.get('reference_seconds', 60):g}-s reference solve",
         "",
-        "Search = `fairmiss.models.mip_search.search_tree` (greedy fair tree + CART start, node and "
+        "Search = `fairmiss.learners.fair_mip_forest.search.search_tree` (greedy fair tree + CART start, node and "
         f"depth-2-subtree moves, {res.get('search_restarts', '?')} seeded restarts), no solver. "
         "'gap closed' = (CART − objective) / (CART − LP bound).",
         "",

@@ -1,7 +1,7 @@
 """Exact DP trees vs the local search (issue 22): time and objective on real batches, in one run.
 
-For every batch and λ, :func:`fairmiss.models.mip_dp.dp_tree` (proven optimum) and
-:func:`fairmiss.models.mip_search.search_tree` (50 restarts, CART start, as in the Fair MIP Forest) on the same
+For every batch and λ, :func:`fairmiss.learners.fair_mip_forest.dp.dp_tree` (proven optimum) and
+:func:`fairmiss.learners.fair_mip_forest.search.search_tree` (50 restarts, CART start, as in the Fair MIP Forest) on the same
 batch, one after the other in this process (so their time ratio shares the machine's state):
 
 * COMPAS (``compas_000``, Table 3 missingness, seed 777), batches of 200 drawn as the forest draws them
@@ -34,13 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
-from fairmiss.data import get_variant
-from fairmiss.data.hsls import FEATURES, GROUP, LABEL, generate_hsls_synthetic
-from fairmiss.missingness import PRESETS, mcar_group
-from fairmiss.models.mip_dp import dp_tree
-from fairmiss.models.mip_forest import FairMIPForestClassifier, _auto_eps, _cart_tree
-from fairmiss.models.mip_search import search_tree
-from fairmiss.models.mip_tree import prepare_batch
+from fairmiss.datasets import get_variant
+from fairmiss.datasets.hsls import FEATURES, GROUP, LABEL, generate_hsls_synthetic
+from fairmiss.missingness.mechanisms import PRESETS, mcar_group
+from fairmiss.learners.fair_mip_forest.dp import dp_tree
+from fairmiss.learners.fair_mip_forest.forest import FairMIPForestClassifier, _auto_eps, _cart_tree
+from fairmiss.learners.fair_mip_forest.search import search_tree
+from fairmiss.learners.fair_mip_forest.tree import prepare_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_mip_search import OUT, ROOT, _scaled  # noqa: E402  (same scaling and paths as the search bench)

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fairmiss.data import get_variant
-from fairmiss.data.hsls import FEATURES, GROUP, LABEL, generate_hsls_synthetic
-from fairmiss.models import mip_search
-from fairmiss.models.mip_forest import _cart_tree
-from fairmiss.models.mip_tree import prepare_batch
+from fairmiss.datasets import get_variant
+from fairmiss.datasets.hsls import FEATURES, GROUP, LABEL, generate_hsls_synthetic
+from fairmiss.learners.build.fair_mip_forest import search as mip_search
+from fairmiss.learners.fair_mip_forest.forest import _cart_tree
+from fairmiss.learners.fair_mip_forest.tree import prepare_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results"

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy.sparse.linalg import svds
 
-from fairmiss.models.orthogonal import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
+from fairmiss.learners.orthogonal.projection import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
 
 logger = logging.getLogger("bench.orthogonal")
 

@@ -5,7 +5,7 @@ between tie rules — ``average`` (fairmiss's default: the expectation over all 
 (a stable sort), and scikit-learn's ``KNNImputer`` on THIS CPU (donors picked by ``np.argpartition``,
 whose SIMD kernel orders ties) — beside mean imputation, for the chosen learners and splits. Prints
 mean ± SE over splits per (imputer variant, learner) and decides spec 000's B4c (Zafar + mean beats Zafar + k-NN) once per tie rule with
-:func:`fairmiss.claims000.figure2_claims`.
+:func:`fairmiss.studies.p000_claims.figure2_claims`.
 
     python bench/knn_ties.py params/studies/000_fig2_compas.yaml --splits 10 \
         --learners baseline_tree_d3 agarwal_eps0.01 hardt_eo zafar_tau0.001 ... --out bench/results/knn_ties.md
@@ -23,8 +23,10 @@ import flows  # noqa: F401  (pins the OpenBLAS kernel before numpy loads, as the
 import numpy as np
 import pandas as pd
 
-from fairmiss import impute, pipeline
-from fairmiss.claims000 import figure2_claims
+from fairmiss.impute import build as impute
+
+from fairmiss import pipeline
+from fairmiss.studies.p000_claims import figure2_claims
 from fairmiss.config import load_config
 
 

@@ -11,8 +11,8 @@ Usage: ``python bench/mip_highs_gain.py VARIANT LABEL GROUP FAIRNESS LAMBDA BATC
 import os, sys, time, warnings
 import numpy as np
 warnings.filterwarnings("ignore")
-from fairmiss.data import get_variant
-from fairmiss.models.mip_forest import FairMIPForestClassifier
+from fairmiss.datasets import get_variant
+from fairmiss.learners.fair_mip_forest.forest import FairMIPForestClassifier
 name, target, sens, fair, lam, bs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), int(sys.argv[6])
 df, _ = get_variant(name).build(os.environ.get("FAIRMISS_DATA_MIRROR", "../shared/data/raw"))
 print(name, df.shape, flush=True)

@@ -24,10 +24,12 @@ import sys
 import traceback
 
 from fairmiss.config import ConfigError
-from fairmiss.data import ChecksumError, DatasetError, RawDataMissingError
-from fairmiss.data.acquire import RawPathError
-from fairmiss.data.validate import DataValidationError
-from fairmiss.missingness import MissingnessError
+from fairmiss.datasets import ChecksumError
+from fairmiss.datasets import DatasetError
+from fairmiss.datasets import RawDataMissingError
+from fairmiss.datasets.acquire import RawPathError
+from fairmiss.datasets.validate import DataValidationError
+from fairmiss.missingness.mechanisms import MissingnessError
 
 USER_ERRORS = (ConfigError, DatasetError, ChecksumError, RawDataMissingError, RawPathError, DataValidationError,
                MissingnessError, FileNotFoundError)
@@ -195,8 +197,10 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_ingest(args) -> int:
-    from fairmiss.data import fetch, get_variant, list_variants
-    from fairmiss.data.acquire import raw_status
+    from fairmiss.datasets import fetch
+    from fairmiss.datasets import get_variant
+    from fairmiss.datasets import list_variants
+    from fairmiss.datasets.acquire import raw_status
 
     names = [v.name for v in list_variants()] if args.dataset == "all" else [args.dataset]
 
@@ -220,8 +224,8 @@ def _cmd_ingest(args) -> int:
 
 
 def _cmd_datasets(args) -> int:
-    from fairmiss.data import list_variants
-    from fairmiss.data.acquire import raw_status
+    from fairmiss.datasets import list_variants
+    from fairmiss.datasets.acquire import raw_status
 
     for v in list_variants():
         states = {rf.filename: raw_status(rf, args.raw_dir) for rf in v.raw_files}

@@ -219,7 +219,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         atomic_write_json(out_dir / "metrics.json", metrics)
         cells_df = pipeline.cells_table(results)
         atomic_write_text(out_dir / "cells.csv", cells_df.to_csv(index=False))
-        from fairmiss.claims000 import claims_for_dataset
+        from fairmiss.studies.p000_claims import claims_for_dataset
 
         claims = claims_for_dataset(cells_df, data.dataset)  # paper 000 Figure 2 runs: B1–B5 decided
         if claims is not None:
@@ -237,11 +237,11 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         # docs/reliability.md; logged to MLflow only — metrics.json stays deterministic
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         tracker.log_metrics(parent, {**flat, "n_failed": len(failed), "peak_rss_mb": peak_mb})
-        from fairmiss.report import tradeoff_report
+        from fairmiss.reporting.html import tradeoff_report
 
         for path in tradeoff_report(results, cfg.fairness_metric, out_dir, title=cfg.experiment).values():
             tracker.log_artifact(parent, path, "report")
-        from fairmiss.report import html_report, write_cell_metrics
+        from fairmiss.reporting.html import html_report, write_cell_metrics
 
         tracker.log_artifact(parent, write_cell_metrics(results, out_dir))
         report = html_report(out_dir, title=cfg.experiment, fairness_metric=cfg.fairness_metric,
@@ -262,7 +262,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
 def run_fingerprint(cfg: ExperimentConfig) -> str:
     """What a scheduled re-run compares: config hash, declared raw-file checksums, code version (a content
     hash of the sources that run, :func:`fairmiss.codeversion.code_version` — never of outputs)."""
-    from fairmiss.data import get_variant
+    from fairmiss.datasets import get_variant
     from fairmiss.io import stable_hash
 
     raw = {rf.filename: rf.sha256 for rf in get_variant(cfg.dataset.name).raw_files}
@@ -329,8 +329,8 @@ def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False
     check_output_dir(kw.get("processed_dir", "processed"), "--processed-dir")
     safe_child(kw.get("results_dir", "results"), cfg.experiment, what="experiment")
     if getattr(cfg, "dataset", None) is not None:  # raw files usable? (before Prefect starts; writes nothing)
-        from fairmiss.data import get_variant
-        from fairmiss.data.acquire import preflight
+        from fairmiss.datasets import get_variant
+        from fairmiss.datasets.acquire import preflight
 
         for rf in get_variant(cfg.dataset.name).raw_files:
             preflight(rf, kw.get("raw_dir"))

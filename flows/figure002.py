@@ -14,7 +14,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from fairmiss import study002
+from fairmiss.studies import p002_hcp as study002
 from fairmiss.config import DatasetSpec
 from fairmiss.io import atomic_write_json
 from fairmiss.tracking import Tracker

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fairmiss.config import ExperimentConfig, load_study_config
-from fairmiss.report import html_report, html_report_files
+from fairmiss.reporting.html import html_report, html_report_files
 from fairmiss.io import safe_child
 from fairmiss.tracking import Tracker
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from fairmiss import sim001
+from fairmiss.studies import p001_sim as sim001
 from fairmiss.config import load_study_config
 from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.tracking import Tracker

@@ -13,7 +13,7 @@ import pandas as pd
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from fairmiss import study002
+from fairmiss.studies import p002_hcp as study002
 from fairmiss.config import load_study_config
 from fairmiss.io import atomic_write_json, atomic_write_text, atomic_write_with, safe_child
 from fairmiss.tracking import Tracker

@@ -9,7 +9,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from fairmiss import study003
+from fairmiss.studies import p003_decile as study003
 from fairmiss.config import load_study_config
 from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.tracking import Tracker

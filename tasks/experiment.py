@@ -56,8 +56,8 @@ def _retry_on_network_error(task, task_run, state) -> bool:
 @task(name="acquire-raw", retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=_retry_on_network_error,
       cache_policy=NO_CACHE)
 def acquire_task(dataset: str, raw_dir: str | None = None) -> dict:
-    from fairmiss.data import fetch, get_variant
-
+    from fairmiss.datasets import fetch
+    from fairmiss.datasets import get_variant
     variant = get_variant(dataset)
     return {rf.filename: str(fetch(rf, Path(raw_dir) if raw_dir else None)) for rf in variant.raw_files}
 
@@ -74,11 +74,11 @@ def prepare_task(dataset_spec, raw_dir: str | None, processed_dir: str, docs_dir
 def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int, miss_spec,
                config_path: str = "<config>") -> pipeline.SplitData:
     """:func:`fairmiss.pipeline.make_split`; a failure names the config file and key: ``missingness.<i>``
-    for a :class:`~fairmiss.missingness.MissingnessError`, ``split`` for a split the data cannot give
+    for a :class:`~fairmiss.missingness.mechanisms.MissingnessError`, ``split`` for a split the data cannot give
     (e.g. ``test_size: 0.0001`` leaves fewer test rows than strata)."""
     from fairmiss.config import ConfigError, missingness_label
-    from fairmiss.data import DatasetError
-    from fairmiss.missingness import MissingnessError
+    from fairmiss.datasets import DatasetError
+    from fairmiss.missingness.mechanisms import MissingnessError
 
     try:
         return pipeline.make_split(cfg, data, split_index, miss_spec)

@@ -17,8 +17,7 @@ import pytest
 from badinput import DELETE, PARAMS, BadInput, check, dump, load_params, mirror_dir, mutate, mutate_keys, run_case
 
 from fairmiss.config import ExperimentConfig, load_study_config
-from fairmiss.data import get_variant
-
+from fairmiss.datasets import get_variant
 X = "params/x.yaml"
 STUDIES = sorted(p.name for p in (PARAMS / "studies").glob("*.yaml"))
 EXPERIMENT_CONFIGS = ["compas_default.yaml"] + [f"studies/{s}" for s in STUDIES
@@ -272,7 +271,11 @@ def test_retry_only_transient_network_errors():
     import requests
     from prefect.states import Failed
 
-    from fairmiss.data import ChecksumError, DatasetError, RawDataMissingError
+    from fairmiss.datasets import ChecksumError
+
+    from fairmiss.datasets import DatasetError
+
+    from fairmiss.datasets import RawDataMissingError
     from tasks.experiment import _retry_on_network_error, transient_network_error
 
     def raised(exc, cause):

@@ -14,14 +14,14 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from fairmiss.models.budro import (
+from fairmiss.learners.budro.boosting import (
     BuDROClassifier,
     BuDROWeightScaleWarning,
     ProjectClassifier,
     ReweighingClassifier,
     kamiran_calders_weights,
 )
-from fairmiss.models.budro_metrics import (
+from fairmiss.learners.budro.metrics import (
     balanced_accuracy,
     counterfactual_consistency,
     counterfactual_copies,
@@ -30,8 +30,8 @@ from fairmiss.models.budro_metrics import (
     gap_rms,
     group_gaps,
 )
-from fairmiss.models.fair_metric import FairMetric
-from fairmiss.models.ot import (
+from fairmiss.learners.budro.fair_metric import FairMetric
+from fairmiss.learners.budro.ot import (
     CandidateSet,
     OTSolverError,
     all_candidates,
@@ -293,7 +293,7 @@ def test_lp_failure_raises_or_falls_back(toy, monkeypatch, caplog, status):
     monkeypatch.setattr(fairmiss.solver, "solve", fake_solve)
     with pytest.raises(OTSolverError, match=status):
         _solve(toy, 0.2, "lp")
-    with caplog.at_level(logging.WARNING, logger="fairmiss.models.ot"):
+    with caplog.at_level(logging.WARNING, logger="fairmiss.learners.budro.ot"):
         res = _solve(toy, 0.2, "lp", lp_fallback="greedy")
     assert "falling back" in caplog.text and res.info["fallback"] == "greedy"
     assert res.robust_loss == pytest.approx(_solve(toy, 0.2, "greedy").robust_loss, abs=1e-12)
@@ -343,8 +343,7 @@ def test_certificate_gap_nonnegative_and_monotone(toy):
 
 def _german(mirror):
     try:
-        from fairmiss.data import get_variant
-
+        from fairmiss.datasets import get_variant
         df, _ = get_variant("german_004").build(mirror)
     except (KeyError, ImportError):  # pragma: no cover - data module not there yet
         pytest.fail("german_004 dataset variant unavailable")
@@ -417,7 +416,7 @@ def _knn_toy(n=300, d=5, seed=3, twins=20):
 def test_uniform_fast_path_matches_lp_and_general_path(toy, monkeypatch, support, eps):
     """The vectorised greedy/dual (uniform width) equal the exact LP oracle and the per-entry
     solvers, and the warm start ``eta_hint`` (right, too low, too high) never changes them."""
-    import fairmiss.models.ot as ot
+    import fairmiss.learners.budro.ot as ot
 
     if support == "dense":
         cand, y, l0, l1 = toy["cand"], toy["y"], toy["l0"], toy["l1"]
@@ -456,7 +455,7 @@ def test_knn_candidates_are_the_exact_nearest_neighbours(k):
     """Blocked float32 search with sampled thresholds (symmetric tiles and the row-block
     fallback) returns the exact k nearest costs (ties may pick different rows), costs recomputed
     in float64 (twins exactly 0) and a radius below every unlisted destination's cost."""
-    import fairmiss.models.ot as ot
+    import fairmiss.learners.budro.ot as ot
 
     Z, _, _ = _knn_toy(n=500)
     n = len(Z)
@@ -520,7 +519,7 @@ def _repeated_points(n=150, locations=20, seed=0):
 def test_grouped_entropic_equals_all_pairs_entropic(eps, gamma):
     """Regression (COMPAS at 13 s per step on all 4222^2 pairs): the grouped entropic plan is the
     all-pairs one exactly, aggregated (same P*, value, cost and eta)."""
-    from fairmiss.models.ot import PointGroups, solve_entropic_grouped
+    from fairmiss.learners.budro.ot import PointGroups, solve_entropic_grouped
 
     Z, y, l0, l1 = _repeated_points()
     full = solve_ot(all_candidates(Z), eps, y=y, loss0=l0, loss1=l1, method="entropic", gamma=gamma)
@@ -579,7 +578,7 @@ def test_narrow_window_matches_tilted_path_and_lp(toy, support, eps):
     the un-windowed path (and of the LP oracle) for hints inside, at the edge of and outside the
     window; when the window holds ``eta*`` it is used (path ``uniform/window``), else the step
     falls back. ``wide``: more than 255 candidates per column (the putmask branch)."""
-    import fairmiss.models.ot as ot
+    import fairmiss.learners.budro.ot as ot
 
     if support == "dense":
         cand, y, l0, l1 = toy["cand"], toy["y"], toy["l0"], toy["l1"]
@@ -638,7 +637,7 @@ def test_budro_window_warm_start_gives_the_same_model(monkeypatch):
     """The extrapolated narrow window (issue 9 speed) leaves the fitted model unchanged: the
     same robust losses, etas and margins as the previous warm start (``eta_prev``, width 1.25)
     and as no warm start at all, on a kNN-support fit."""
-    import fairmiss.models.budro as bm
+    import fairmiss.learners.budro.boosting as bm
 
     rng = np.random.RandomState(5)
     n = 400
@@ -667,7 +666,7 @@ def test_budro_window_warm_start_gives_the_same_model(monkeypatch):
 def test_logistic_losses_are_numpy_logaddexp_bit_for_bit():
     """BuDRO's per-step losses with one ``logaddexp`` equal ``np.logaddexp(0, +-f)`` exactly
     (the transport is discrete: a last-bit change could flip a tie)."""
-    from fairmiss.models.budro import _logistic_losses
+    from fairmiss.learners.budro.boosting import _logistic_losses
 
     rng = np.random.RandomState(0)
     parts = [rng.normal(size=20000) * s for s in (1e-300, 1e-12, 1e-3, 0.1, 1.0, 3.0, 40.0, 800.0)]

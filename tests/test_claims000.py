@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairmiss.claims000 import claims_for_dataset, compare_fronts, figure2_claims, hypervolume
+from fairmiss.studies.p000_claims import claims_for_dataset, compare_fronts, figure2_claims, hypervolume
 
 
 def _cells(points, n_splits=10, noise=0.002, seed=0):

@@ -3,9 +3,17 @@ import hashlib
 import pandas as pd
 import pytest
 
-from fairmiss.data import ChecksumError, DatasetError, RawFile, fetch, get_variant
-from fairmiss.data.compas import read_compas
-from fairmiss.data.validate import DataValidationError, validate_table
+from fairmiss.datasets import ChecksumError
+
+from fairmiss.datasets import DatasetError
+
+from fairmiss.datasets import RawFile
+
+from fairmiss.datasets import fetch
+
+from fairmiss.datasets import get_variant
+from fairmiss.datasets.compas import read_compas
+from fairmiss.datasets.validate import DataValidationError, validate_table
 
 
 def test_compas_000_counts(raw_dir):

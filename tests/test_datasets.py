@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairmiss.data.registry import DatasetError, get_variant
-from fairmiss.data.validate import validate_table
+from fairmiss.datasets.registry import DatasetError, get_variant
+from fairmiss.datasets.validate import validate_table
 
 MIRROR = Path(os.environ.get("FAIRMISS_TEST_MIRROR", "/work/shared/data/raw"))
 REAL_FILES = ["adult.data", "adult.test", "german.data", "compas-scores-two-years.csv"]
@@ -89,7 +89,7 @@ def test_adult_004_counts(raw_dir):
 
 def test_german_004_counts_and_status_counterfactual(raw_dir):
     """Spec 004 §2.1: 1000 rows, 62 features, 30 % positive (1 = bad credit)."""
-    from fairmiss.data.german import PERSONAL_STATUS, STATUS_COLUMNS, status_counterfactuals
+    from fairmiss.datasets.german import PERSONAL_STATUS, STATUS_COLUMNS, status_counterfactuals
 
     df, info = build("german_004", raw_dir)
     v = get_variant("german_004")
@@ -208,7 +208,7 @@ def test_hsls_loader_on_real_format_file(tmp_path):
 # ---- HCP real format -----------------------------------------------------------------------
 
 def test_hcp_loader_on_real_format_files(tmp_path):
-    from fairmiss.data.hcp import EDGES, vectorize_connectomes, write_connectome_table
+    from fairmiss.datasets.hcp import EDGES, vectorize_connectomes, write_connectome_table
 
     rng = np.random.default_rng(1)
     n = 12
@@ -237,7 +237,7 @@ def test_hcp_loader_on_real_format_files(tmp_path):
 # ---- synthetic stand-ins -------------------------------------------------------------------
 
 def test_hsls_synthetic_matches_table2_within_sampling_error():
-    from fairmiss.data.hsls import MISSING_TARGETS
+    from fairmiss.datasets.hsls import MISSING_TARGETS
 
     v = get_variant("hsls_synthetic")
     assert v.synthetic and "synthetic" in v.name and "SYNTHETIC" in v.description and v.raw_files == ()
@@ -311,7 +311,7 @@ _SUBJ = ("Subject,scanner,Cocaine,Opiates,Amphetamines,MethAmphetamine,Oxycontin
 
 
 def _conn(drop=None):
-    from fairmiss.data.hcp import EDGES
+    from fairmiss.datasets.hcp import EDGES
 
     cols = [e for e in EDGES if e != drop]
     rows = [[1, *np.ones(len(cols))], [2, *np.zeros(len(cols))]]
@@ -382,7 +382,7 @@ def test_bad_input_writes_nothing_downstream(tmp_path):
 
 
 def test_user_supplied_files_are_never_downloaded(tmp_path, monkeypatch):
-    from fairmiss.data.acquire import RawDataMissingError
+    from fairmiss.datasets.acquire import RawDataMissingError
 
     monkeypatch.delenv("FAIRMISS_DATA_MIRROR", raising=False)
     for name in ("hsls_000", "hcp"):
@@ -396,7 +396,7 @@ def test_user_supplied_files_are_never_downloaded(tmp_path, monkeypatch):
 
 _HCP_CHILD = r"""
 import hashlib, sys
-from fairmiss.data.hcp import generate_hcp_synthetic
+from fairmiss.datasets.hcp import generate_hcp_synthetic
 df = generate_hcp_synthetic()
 h = hashlib.sha256(df.to_numpy(dtype="float64").tobytes())
 h.update(df["hard_drug_positive"].to_numpy().tobytes())
@@ -431,7 +431,7 @@ def _old_cpu_env() -> dict:
 def test_hcp_synthetic_is_identical_on_an_older_cpu():
     """The stand-in's table (features and labels) is bit-identical under another BLAS kernel and SIMD level:
     its factor product is a fixed-order loop, not a BLAS ``S @ W`` (whose summation order is the kernel's)."""
-    from fairmiss.data.hcp import generate_hcp_synthetic
+    from fairmiss.datasets.hcp import generate_hcp_synthetic
 
     df = generate_hcp_synthetic()
     import hashlib
@@ -452,7 +452,7 @@ def test_hcp_synthetic_is_identical_under_every_cpu_variant():
 def test_hcp_synthetic_factor_product_equals_blas_up_to_rounding():
     """The fixed-order loop computes the same product as ``S @ W`` (to rounding), so the stand-in's
     calibration (rank-10 structure, scanner effect, prevalence) is unchanged."""
-    from fairmiss.data.hcp import generate_hcp_synthetic
+    from fairmiss.datasets.hcp import generate_hcp_synthetic
 
     df = generate_hcp_synthetic()
     assert df.shape == (1056, 2280)

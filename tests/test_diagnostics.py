@@ -8,8 +8,8 @@ import pytest
 from sklearn.impute import KNNImputer, SimpleImputer
 from sklearn.tree import DecisionTreeClassifier
 
-from fairmiss import missingness
-from fairmiss.diagnostics import (
+from fairmiss.missingness import mechanisms as missingness
+from fairmiss.impute.diagnostics import (
     DiagnosticsError,
     constrained_risk_minimum,
     disc_standard_error,
@@ -21,7 +21,7 @@ from fairmiss.diagnostics import (
     theorem1_factors,
     theorem1_report,
 )
-from fairmiss.models.imputers import MismatchImputer
+from fairmiss.impute.imputers import MismatchImputer
 
 
 def _synthetic(n, p0, p1, rng, mnar=False):
@@ -298,7 +298,7 @@ def test_T17_fixed_count_exact_and_bernoulli_within_tolerance(table3_frame):
 
 # --------------------------------------------------------------------------- per-cell summary
 def test_cell_diagnostics_match_the_underlying_functions_and_hand_values():
-    from fairmiss.diagnostics import cell_imputation_diagnostics
+    from fairmiss.impute.diagnostics import cell_imputation_diagnostics
 
     truth = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0, 6.0, 0.0], "b": [0.0] * 6, "c": [np.nan, 1, 1, 1, 1, 1.0]})
     mask = np.array([[1, 0, 1], [1, 0, 0], [1, 0, 0], [0, 0, 0], [1, 0, 0], [0, 0, 0]], dtype=bool)
@@ -325,7 +325,7 @@ def test_cell_diagnostics_match_the_underlying_functions_and_hand_values():
 
 
 def test_cell_diagnostics_average_over_draws_and_skip_when_nothing_masked():
-    from fairmiss.diagnostics import cell_imputation_diagnostics
+    from fairmiss.impute.diagnostics import cell_imputation_diagnostics
 
     rng = np.random.default_rng(0)
     x, m, s = _synthetic(400, 0.4, 0.1, rng)

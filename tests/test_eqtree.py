@@ -23,7 +23,7 @@ from sklearn.ensemble import (
 from sklearn.linear_model import LinearRegression
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from fairmiss.models.eqtree import (
+from fairmiss.learners.equality_trees.eqtree import (
     EqualityConstrainedTrees,
     LeafProblem,
     ProbabilityRangeWarning,

@@ -20,7 +20,7 @@ fit; a depth-1 tree with ``node_limit=5`` took 27 s for the 55 checks on a loade
 failing 6: 'fnr' undefined when a derived group has no positives in the check's data, and
 label-error wording — its behaviour is covered by tests/test_mip_forest.py), and fairlearn's own
 ExponentiatedGradient / ThresholdOptimizer (third-party; fairmiss only routes their keyword data in
-``fairmiss.learners.Learner``, which is not an estimator).
+``fairmiss.learners.build.Learner``, which is not an estimator).
 """
 
 from __future__ import annotations
@@ -39,13 +39,13 @@ import pytest
 from sklearn.utils.estimator_checks import estimator_checks_generator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fairmiss.models.knn_impute import TieAwareKNNImputer
-from fairmiss.learners import _FitThenEqualise, _ProjectThenFit, _SensitiveLast
-from fairmiss.models.budro import BuDROClassifier, ProjectClassifier, ReweighingClassifier
-from fairmiss.models.eqtree import EqualityConstrainedTrees
-from fairmiss.models.orthogonal import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
-from fairmiss.models.pope_sydnor import GroupCovariateModel
-from fairmiss.models.zafar import DisparateMistreatmentClassifier
+from fairmiss.impute.knn import TieAwareKNNImputer
+from fairmiss.learners.build import _FitThenEqualise, _ProjectThenFit, _SensitiveLast
+from fairmiss.learners.budro.boosting import BuDROClassifier, ProjectClassifier, ReweighingClassifier
+from fairmiss.learners.equality_trees.eqtree import EqualityConstrainedTrees
+from fairmiss.learners.orthogonal.projection import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
+from fairmiss.learners.orthogonal.comparators import GroupCovariateModel
+from fairmiss.learners.zafar import DisparateMistreatmentClassifier
 
 
 def _groups(X, fit):
@@ -153,7 +153,7 @@ ESTIMATORS = [
     WithGroups(BuDROClassifier(eps=0.1, n_estimators=3, learning_rate=0.1, random_state=0),
                fit_kw="protected_columns", binary=True),
     WithGroups(ProjectClassifier(n_estimators=5, random_state=0), fit_kw="protected_columns", binary=True),
-    # fairmiss.learners' wrappers, as make_learner builds them
+    # fairmiss.learners.build' wrappers, as make_learner builds them
     WithGroups(_GroupAsKeyword(_SensitiveLast(make_pipeline(StandardScaler(), ZAFAR))), binary=True),
     WithGroups(_GroupAsKeyword(_ProjectThenFit(OrthogonalGroupSVD(n_components=2, random_state=0),
                                                LogisticRegression())), predict_groups=True),
@@ -162,7 +162,7 @@ ESTIMATORS = [
 ]
 
 _LABELS01 = {
-    # BuDRO / Project / Reweigh (fairmiss.models.budro): binary 0/1 labels only, without declaring
+    # BuDRO / Project / Reweigh (fairmiss.learners.budro.boosting): binary 0/1 labels only, without declaring
     # classifier_tags.multi_class=False, and their label errors do not use scikit-learn's wording.
     "check_estimators_dtypes": "labels must be 0/1; the check's y has 3 classes",
     "check_classifier_data_not_an_array": "labels must be 0/1; the check's y has 3 classes",
@@ -183,7 +183,7 @@ _N_COMPONENTS = {
 }
 _REMOVES_X0 = ("projects the protected direction (here column 0 / g = [x_0 > 0]) out of X; on the check's "
                "blobs that is the informative direction, so training accuracy < 0.83 by design")
-_NO_VALIDATION = {  # fairmiss.learners' internal wrappers delegate without validating input themselves
+_NO_VALIDATION = {  # fairmiss.learners.build' internal wrappers delegate without validating input themselves
     "check_estimators_nan_inf": "the wrapper does not validate X and its tree base accepts NaN/inf",
     "check_estimator_sparse_tag": "the wrapper does not validate X; the tree base accepts sparse X",
     "check_estimator_sparse_array": "sparse X reaches EqualityConstrainedTrees, whose error does not say 'sparse'",

@@ -1,4 +1,4 @@
-"""Imputers of fairmiss.models.imputers: per-group, multiple imputation, mismatch, + mask (issue 4)."""
+"""Imputers of fairmiss.impute.imputers: per-group, multiple imputation, mismatch, + mask (issue 4)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from sklearn.impute import KNNImputer, SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeRegressor
 
-from fairmiss import sim001
-from fairmiss.models.imputers import (
+from fairmiss.studies import p001_sim as sim001
+from fairmiss.impute.imputers import (
     GroupImputer,
     ImputerInputError,
     MaskAugmentedImputer,
@@ -218,7 +218,7 @@ def test_mask_augmented_equals_add_indicator(grouped):
 
 # --------------------------------------------------------------------------- shared MI base, config factories
 def test_mi_twins_share_one_implementation(clf_data):
-    from fairmiss.models.imputers import _MultipleImputationBase
+    from fairmiss.impute.imputers import _MultipleImputationBase
 
     for name in ("fit", "impute_draws", "_average"):
         assert getattr(MultipleImputationClassifier, name) is getattr(_MultipleImputationBase, name)
@@ -268,7 +268,7 @@ def test_mismatch_imputer_forwards_groups_to_a_per_group_imputer(grouped):
         rows = (s[n:] == g) & np.isnan(Xm[n:, 0])
         np.testing.assert_allclose(Zte[rows, 0], np.nanmean(Xm[n:][s[n:] == g, 0]))  # test-split group mean
         np.testing.assert_allclose(Ztr[rows, 0], np.nanmean(Xm[:n][s[:n] == g, 0]))  # train-split group mean
-    from fairmiss.models.imputers import requires_groups
+    from fairmiss.impute.imputers import requires_groups
 
     assert requires_groups(imp) and requires_groups(GroupImputer()) and not requires_groups(MismatchImputer())
 
@@ -277,7 +277,7 @@ def test_config_factories_for_mismatch_and_multiple():
     from sklearn.tree import DecisionTreeClassifier
 
     from fairmiss.config import ConfigError, parse_config
-    from fairmiss.impute import make_imputer, wrap_multiple
+    from fairmiss.impute.build import make_imputer, wrap_multiple
 
     base = {"experiment": "t", "dataset": {"name": "compas_000"}, "learners": [{"kind": "decision_tree"}]}
     cfg = parse_config({**base, "imputers": [{"kind": "knn", "test_fit_on": "test"},

@@ -14,7 +14,7 @@ from sklearn.impute import KNNImputer
 
 from conftest import cpu_variants
 
-from fairmiss.models.knn_impute import TieAwareKNNImputer, nan_euclidean_fixed
+from fairmiss.impute.knn import TieAwareKNNImputer, nan_euclidean_fixed
 
 
 def _oracle(train, query, k, ties):
@@ -126,7 +126,7 @@ def test_bad_parameters_are_clear_errors():
 _CHILD = r"""
 import hashlib, json, sys
 import numpy as np
-from fairmiss.models.knn_impute import TieAwareKNNImputer
+from fairmiss.impute.knn import TieAwareKNNImputer
 rng = np.random.default_rng(7)
 out = {}
 for name, X in (("int", rng.integers(0, 4, size=(700, 6)).astype(float)), ("float", rng.normal(size=(700, 6)))):

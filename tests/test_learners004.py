@@ -6,8 +6,8 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from fairmiss.config import LearnerSpec, load_study_config
-from fairmiss.learners import make_learner
-from fairmiss.models.budro import ProjectClassifier, ReweighingClassifier
+from fairmiss.learners.build import make_learner
+from fairmiss.learners.budro.boosting import ProjectClassifier, ReweighingClassifier
 
 SPEC = TypeAdapter(LearnerSpec)
 

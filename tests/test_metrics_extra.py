@@ -231,7 +231,7 @@ def test_every_gap_is_nan_when_an_input_group_rate_is_nan():
 
 def test_group_gaps_gap_rms_nan_when_a_class_is_absent_overall():
     """GAPRMS/GAPMax need both classes: with no negatives at all Gap_0 is undefined (was: silently left out)."""
-    from fairmiss.models.budro_metrics import gap_max, gap_rms, group_gaps
+    from fairmiss.learners.budro.metrics import gap_max, gap_rms, group_gaps
 
     y = np.ones(6, int)
     p = np.array([1, 0, 1, 1, 1, 0])

@@ -1,4 +1,4 @@
-"""Exact dynamic program for fair MIA trees (fairmiss.models.mip_dp, issue 22).
+"""Exact dynamic program for fair MIA trees (fairmiss.learners.fair_mip_forest.dp, issue 22).
 
 Exactness against three independent references:
 
@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 from fairmiss.config import FairMIPForestSpec
-from fairmiss.models.mip_dp import dp_tree
-from fairmiss.models.mip_forest import FairMIPForestClassifier, FairMIPTreeClassifier, _auto_eps, _cart_tree
-from fairmiss.models.mip_search import search_tree
-from fairmiss.models.mip_tree import (
+from fairmiss.learners.fair_mip_forest.dp import dp_tree
+from fairmiss.learners.fair_mip_forest.forest import FairMIPForestClassifier, FairMIPTreeClassifier, _auto_eps, _cart_tree
+from fairmiss.learners.fair_mip_forest.search import search_tree
+from fairmiss.learners.fair_mip_forest.tree import (
     FormulationOptions,
     build_model,
     canonicalize,
@@ -208,8 +208,8 @@ def test_dp_free_labels_equals_proven_mip_optimum():
 
 # ------------------------------------------------------------------- real COMPAS batches vs the search
 def _compas_batches(n_batches, size=200):
-    from fairmiss.data import get_variant
-    from fairmiss.missingness import mcar_group
+    from fairmiss.datasets import get_variant
+    from fairmiss.missingness.mechanisms import mcar_group
 
     mirror = os.environ.get("FAIRMISS_DATA_MIRROR")
     if not mirror:
@@ -355,7 +355,7 @@ def test_forest_solver_dp_is_optimal_per_batch():
 
 
 def test_config_solver_field_reaches_the_estimator_and_keeps_old_hashes():
-    from fairmiss.learners import make_learner
+    from fairmiss.learners.build import make_learner
 
     default = FairMIPForestSpec()
     assert default.solver == "mip"
@@ -374,8 +374,8 @@ def test_generic_depth3_fronts_match_the_root_solver():
     """The generic merge used below the root at depth >= 4 (``_DP.deeper``) gives, on the whole batch, a
     depth-3 front whose best outcome is the (brute-force-checked) depth-3 optimum, and each front point's
     tree has exactly that outcome when routed by the predictor."""
-    from fairmiss.models.mip_dp import _DP
-    from fairmiss.models.mip_tree import MIATree
+    from fairmiss.learners.fair_mip_forest.dp import _DP
+    from fairmiss.learners.fair_mip_forest.tree import MIATree
 
     batch = medium_batch(4, n=60, d=3)
     for fairness, lam in (("fnr", 0.7), ("equalized_odds", 0.5), ("none", 0.0)):

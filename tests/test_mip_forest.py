@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from fairmiss.models.mip_forest import (
+from fairmiss.learners.fair_mip_forest.forest import (
     FairMIPForestClassifier,
     FairMIPTreeClassifier,
     MIPFallbackWarning,
     MIPTimeLimitWarning,
     _cart_tree,
 )
-from fairmiss.models.mip_tree import MIATree, prepare_batch
+from fairmiss.learners.fair_mip_forest.tree import MIATree, prepare_batch
 from fairmiss.solver import solver_available
 
 pytestmark = pytest.mark.skipif(not solver_available(), reason="HiGHS not available")

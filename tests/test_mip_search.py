@@ -1,4 +1,4 @@
-"""Local search for fair MIA trees (fairmiss.models.mip_search, issue 6).
+"""Local search for fair MIA trees (fairmiss.learners.fair_mip_forest.search, issue 6).
 
 The search must minimise exactly the MIP's objective (checked against exhaustive enumeration
 where that is feasible), never lose to its starts, be seeded/deterministic, produce a feasible
@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 from fairmiss.config import FairMIPForestSpec
-from fairmiss.models.mip_forest import (
+from fairmiss.learners.fair_mip_forest.forest import (
     FairMIPForestClassifier,
     FairMIPTreeClassifier,
     MIPTimeLimitWarning,
     _cart_tree,
 )
-from fairmiss.models.mip_search import _Search, search_tree
-from fairmiss.models.mip_tree import (
+from fairmiss.learners.fair_mip_forest.search import _Search, search_tree
+from fairmiss.learners.fair_mip_forest.tree import (
     FormulationOptions,
     MIATree,
     build_model,
@@ -405,7 +405,7 @@ def test_search_parameters_validated(kw, msg):
 
 def test_search_parameters_reach_the_search():
     """Fewer thresholds and restarts from the config give a different (never invalid) forest."""
-    from fairmiss.learners import make_learner
+    from fairmiss.learners.build import make_learner
 
     spec = FairMIPForestSpec(warm_start="search", time_limit=0, n_trees=2, batch_size=60,
                              search_restarts=0, search_max_thresholds=2)

@@ -15,7 +15,7 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 
-from fairmiss.models.mip_tree import (
+from fairmiss.learners.fair_mip_forest.tree import (
     FormulationOptions,
     MIATree,
     TreeIndex,

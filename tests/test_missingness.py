@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairmiss.missingness import (
+from fairmiss.missingness.mechanisms import (
     MissingnessError, check_mask, inject, mar_logistic, mask_summary, mcar_group, mnar_censor,
 )
 
@@ -84,7 +84,7 @@ def test_unknown_column_and_none(frame):
 
 # --------------------------------------------------------------------------- rank-based MAR
 from fairmiss.config import ConfigError, parse_config  # noqa: E402
-from fairmiss.missingness import ampute, mar_rank, masked_columns, mcar, pattern_table, rank_probabilities  # noqa: E402
+from fairmiss.missingness.mechanisms import ampute, mar_rank, masked_columns, mcar, pattern_table, rank_probabilities  # noqa: E402
 
 
 def _within_binomial(realised, p, n, k=4.0):

@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso, LinearRegression, LogisticRegression, Ridge
 from sklearn.metrics import roc_auc_score
 
-from fairmiss.models.orthogonal import (
+from fairmiss.learners.orthogonal.projection import (
     MSG_CONSTANT_GROUP,
     MSG_MISSING_GROUP,
     MSG_NAN,
@@ -27,7 +27,7 @@ from fairmiss.models.orthogonal import (
     l1_unit_vector,
     max_abs_covariance,
 )
-from fairmiss.models.pope_sydnor import GroupCovariateModel
+from fairmiss.learners.orthogonal.comparators import GroupCovariateModel
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu
 
-from fairmiss.pareto import (aggregate_splits, gap_max, gap_rms, group_gaps, mann_whitney_groups,
+from fairmiss.reporting.pareto import (aggregate_splits, gap_max, gap_rms, group_gaps, mann_whitney_groups,
                              nondominated_mask, pareto_filter, upper_envelope_mask)
 
 # Hand-made points (gap, acc). Front: A, B, D, E. C dominated by B; F dominated by E (same acc,
@@ -63,7 +63,7 @@ def test_random_points_front_properties():
 
 def test_pareto_filter_returns_kept_and_dropped_per_method(caplog):
     df = pd.concat([PTS.assign(method="m1"), PTS.assign(method="m2", accuracy=PTS["accuracy"][::-1].to_numpy())])
-    with caplog.at_level(logging.WARNING, logger="fairmiss.pareto"):
+    with caplog.at_level(logging.WARNING, logger="fairmiss.reporting.pareto"):
         res = pareto_filter(df, by="method", mode="nondominated")
     assert "NaN" in caplog.text
     assert len(res.kept) + len(res.dropped) == len(df)
@@ -131,7 +131,7 @@ def test_gap_with_missing_class_in_a_group_is_nan(caplog):
     y = np.array([1, 0, 1, 0, 0, 0])
     p = np.array([1, 0, 0, 0, 1, 0])
     s = np.array([0, 0, 0, 1, 1, 1])  # group 1 has no positives
-    with caplog.at_level(logging.WARNING, logger="fairmiss.pareto"):
+    with caplog.at_level(logging.WARNING, logger="fairmiss.reporting.pareto"):
         assert np.isnan(gap_max(y, p, sensitive_features=s))
         assert np.isnan(gap_rms(y, p, sensitive_features=s))
     assert "NaN" in caplog.text

@@ -62,8 +62,7 @@ def test_same_cell_twice_is_identical(data):
 def test_single_class_labels_are_a_data_error_before_any_fit(data):
     """Issue 19: a table with one label class (or one group) is refused by make_split before any model is
     fitted (it used to run every cell into a failure; a one-group table used to be reported as fair)."""
-    from fairmiss.data import DatasetError
-
+    from fairmiss.datasets import DatasetError
     d = pipeline.Processed(data.dataset, data.df.assign(two_year_recid=0), data.features, data.group, data.label,
                            data.info, data.data_hash)
     with pytest.raises(DatasetError, match="label column 'two_year_recid' has a single class"):
@@ -104,9 +103,9 @@ def test_imputation_diagnostics_logged_per_cell_in_mlflow(data, tmp_path):
     import mlflow
     import pandas as pd
 
-    from fairmiss.diagnostics import imputation_discrimination_risk, imputation_error_table, mismatch_bound_from_model
-    from fairmiss.impute import make_imputer
-    from fairmiss.models.imputers import MismatchImputer
+    from fairmiss.impute.diagnostics import imputation_discrimination_risk, imputation_error_table, mismatch_bound_from_model
+    from fairmiss.impute.build import make_imputer
+    from fairmiss.impute.imputers import MismatchImputer
     from fairmiss.tracking import Tracker
 
     c = parse_config({**BASE, "imputers": [{"kind": "mean"}, {"kind": "none"}, {"kind": "knn", "test_fit_on": "test"},
@@ -199,7 +198,7 @@ def test_multiple_imputation_cell_and_new_missingness_from_config(data):
     assert all(0.55 < r.metrics["accuracy"] < 0.75 for r in a)
     from sklearn.pipeline import Pipeline
 
-    from fairmiss.models.imputers import MultipleImputationClassifier
+    from fairmiss.impute.imputers import MultipleImputationClassifier
 
     assert isinstance(a[0].model, Pipeline)
     assert isinstance(a[0].model.named_steps["learner"], MultipleImputationClassifier)
@@ -212,7 +211,7 @@ def test_masking_group_or_label_is_rejected(data):
                                                "patterns": [{"columns": ["sex"], "freq": 1.0}]}],
                       "imputers": [{"kind": "mean"}], "learners": [{"kind": "decision_tree"}]})
     d = pipeline.Processed(data.dataset, data.df, data.features, "sex", data.label, data.info, data.data_hash)
-    from fairmiss.missingness import MissingnessError
+    from fairmiss.missingness.mechanisms import MissingnessError
 
     with pytest.raises(MissingnessError, match="group or the label"):
         pipeline.make_split(c, d, 0, c.missingness[0])
@@ -223,8 +222,8 @@ def test_validation_receipt_skips_the_gate_only_for_the_same_table_and_suite(tmp
     a changed suite, a changed table or ``revalidate`` run the gate again."""
     import json
 
-    from fairmiss.data import get_variant
-    from fairmiss.data.validate import suite_fingerprint
+    from fairmiss.datasets import get_variant
+    from fairmiss.datasets.validate import suite_fingerprint
 
     cfg = parse_config({**BASE, "imputers": [{"kind": "mean"}], "learners": [{"kind": "decision_tree"}]})
     proc, raw = tmp_path / "proc", tmp_path / "raw"

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairmiss import plots
-from fairmiss.pareto import aggregate_splits
+from fairmiss.reporting import plots
+from fairmiss.reporting.pareto import aggregate_splits
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

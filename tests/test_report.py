@@ -13,7 +13,7 @@ import pytest
 from conftest import small_config
 
 from fairmiss.config import ReferenceSpec
-from fairmiss.report import group_metric_table, reference_comparison
+from fairmiss.reporting.html import group_metric_table, reference_comparison
 
 
 def _long():

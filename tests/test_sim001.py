@@ -11,9 +11,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression
 from sklearn.tree import DecisionTreeRegressor
 
-from fairmiss import sim001
-
-
+from fairmiss.studies import p001_sim as sim001
 # --------------------------------------------------------------------------- §5 items 2-5
 def test_mcar_injector_rate_and_independence():
     X, y = sim001.make_model(1, 20_000, random_state=0)

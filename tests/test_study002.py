@@ -13,7 +13,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from fairmiss import study002
+from fairmiss.studies import p002_hcp as study002
 from fairmiss.config import HCPStudyConfig, load_study_config
 
 
@@ -117,7 +117,7 @@ def test_mann_whitney_matches_scipy_on_known_shift():
 def _scanner_associated_hcp(seed: int = 3):
     """hcp_synthetic with an outcome that depends on the scanner (30 % extra positives on scanner 1),
     so that an unadjusted model can use the scanner's imprint on the connectome."""
-    from fairmiss.data.hcp import EDGES, generate_hcp_synthetic
+    from fairmiss.datasets.hcp import EDGES, generate_hcp_synthetic
 
     df = generate_hcp_synthetic(1056, seed=seed)
     X = df[EDGES].to_numpy(float)
@@ -153,10 +153,10 @@ def test_og_linear_predictor_uncorrelated_with_scanner_in_sample():
 
 
 def _real_format_hcp_files(raw: Path, n: int = 60, nan_edge: bool = False) -> None:
-    """Files in the restricted-access format of :mod:`fairmiss.data.hcp` (random content)."""
+    """Files in the restricted-access format of :mod:`fairmiss.datasets.hcp` (random content)."""
     import pandas as pd
 
-    from fairmiss.data.hcp import DRUGS, write_connectome_table
+    from fairmiss.datasets.hcp import DRUGS, write_connectome_table
 
     rng = np.random.default_rng(4)
     a = rng.gamma(2.0, 1.0, (n, 68, 68))
@@ -190,7 +190,7 @@ def test_real_hcp_loader_path_prepare_wide_and_split(tmp_path):
 
 def test_prepare_wide_rejects_missing_edge_value(tmp_path):
     from fairmiss.config import DatasetSpec
-    from fairmiss.data.validate import DataValidationError
+    from fairmiss.datasets.validate import DataValidationError
 
     _real_format_hcp_files(tmp_path / "raw", nan_edge=True)
     with pytest.raises(DataValidationError, match="c10_20"):

@@ -16,8 +16,7 @@ import numpy as np
 import yaml
 
 from fairmiss.config import load_config
-from fairmiss.data import get_variant
-
+from fairmiss.datasets import get_variant
 from conftest import ROOT
 
 COMPAS = str(ROOT / "params/studies/004_table9_compas.yaml")

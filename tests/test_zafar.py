@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
 
 from fairmiss.metrics import evaluate
-from fairmiss.models.zafar import CONS_TYPE, DisparateMistreatmentClassifier
+from fairmiss.learners.zafar import CONS_TYPE, DisparateMistreatmentClassifier
 
 
 def make_fnr_biased(n, seed):
@@ -203,8 +203,7 @@ def compas_split(tmp_path_factory, mirror):
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    from fairmiss.data import get_variant
-
+    from fairmiss.datasets import get_variant
     raw = tmp_path_factory.mktemp("raw")
     df, _ = get_variant("compas_000").build(raw)
     y = df.pop("two_year_recid").to_numpy()

@@ -4,7 +4,7 @@ Two things in the numerical stack choose code by CPU at run time:
 
 * **numpy's SIMD dispatch** (baseline X86_V2, then AVX2/FMA "X86_V3", AVX-512 "X86_V4" …). It decides
   e.g. how ``np.argpartition`` orders equal values; fairmiss no longer lets a result depend on that
-  (k-NN imputation: :mod:`fairmiss.models.knn_impute`). ``NPY_DISABLE_CPU_FEATURES`` simulates an
+  (k-NN imputation: :mod:`fairmiss.impute.knn`). ``NPY_DISABLE_CPU_FEATURES`` simulates an
   older CPU.
 * **OpenBLAS's kernel** (``DYNAMIC_ARCH``: Haswell, SkylakeX, Zen, Sandybridge, Prescott …), used by
   numpy's and SciPy's linear algebra *and by SciPy's optimisers* (L-BFGS-B, SLSQP). Kernels sum in

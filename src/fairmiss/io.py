@@ -44,7 +44,7 @@ def safe_child(root: str | os.PathLike, name: str, *, what: str = "name", patter
     """``root / name`` for a user-given ``name`` that must be one safe path component and must stay under
     ``root`` once resolved (symbolic links included). Raises :class:`fairmiss.config.ConfigError` naming
     ``what`` (the config key or argument) otherwise."""
-    from fairmiss.config import ConfigError
+    from fairmiss._errors import ConfigError
 
     try:
         check_name(name, what, pattern)

@@ -1,5 +1,3 @@
-"""Estimators from the papers: Fair MIP Forest (000), group-orthogonal projections and Pope & Sydnor
-comparators (002), equality-constrained trees (003). Import submodules directly; this package
-does not import them eagerly (Pyomo and XGBoost are slow to import)."""
-
-__all__ = ["mip_forest", "mip_tree", "orthogonal", "pope_sydnor", "eqtree"]
+"""Deprecated: the old home of the papers' estimators (before issue K). Each submodule is an
+alias of its new module under :mod:`fairmiss.learners` / :mod:`fairmiss.impute`, kept one release so
+that models logged to MLflow before the move still load."""

@@ -1,0 +1,1 @@
+"""Paper 004: BuDRO, individually fair gradient boosting via an optimal-transport linear program."""

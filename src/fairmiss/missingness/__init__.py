@@ -1,0 +1,1 @@
+"""Missingness: mechanisms, amputation, realised-rate checks, presets, and the seeded train/test splits."""

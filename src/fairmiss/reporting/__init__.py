@@ -1,0 +1,1 @@
+"""Reporting: Pareto fronts, plots and the HTML report (no MLflow: reads results files)."""

@@ -1,0 +1,283 @@
+"""Experiment report: the fairness–accuracy trade-off per method family with Pareto filtering.
+
+Points are per (imputer, learner) means over splits with standard errors; a *family* is
+imputer + learner kind (e.g. all ``exponentiated_gradient`` ε values with mean imputation), and
+Pareto filtering (spec 000 §4) runs within each family in both modes — non-dominated and upper
+concave envelope. Dropped points are kept in the CSVs. Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fairmiss.io import atomic_write_text
+from fairmiss.reporting.pareto import aggregate_splits, pareto_filter
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["tradeoff_report", "cell_metrics_long", "write_cell_metrics", "group_metric_table",
+           "imputation_diagnostics_table", "reference_comparison", "html_report"]
+
+
+def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str = "") -> dict[str, Path]:
+    from fairmiss.reporting.plots import plot_tradeoff
+
+    rows = [
+        {"missingness": r.missingness, "family": f"{r.imputer}+{r.params.get('learner.kind', r.learner)}",
+         "method": r.method, "gap": r.metrics.get(fairness_metric), "accuracy": r.metrics.get("accuracy")}
+        for r in results if r.status == "ok"
+    ]
+    out: dict[str, Path] = {}
+    if not rows:
+        return out
+    df = pd.DataFrame(rows)
+    agg = aggregate_splits(df, by=["missingness", "family", "method"], metrics=["gap", "accuracy"])
+    out_dir = Path(out_dir)
+    for mode in ("nondominated", "envelope"):
+        parts = []
+        for miss, g in agg.groupby("missingness", sort=True):
+            res = pareto_filter(g, gap="gap_mean", accuracy="accuracy_mean", by="family", mode=mode)
+            parts.append(res.kept.assign(kept=True))
+            parts.append(res.dropped.assign(kept=False))
+        table = pd.concat(parts, ignore_index=True)
+        out[f"pareto_{mode}"] = atomic_write_text(out_dir / f"pareto_{mode}.csv", table.to_csv(index=False))
+    for miss, g in agg.groupby("missingness", sort=True):
+        p = out_dir / f"tradeoff_{miss}.png"
+        plot_tradeoff(g.rename(columns={"family": "fam"}).assign(method=g["family"]), p, gap="gap",
+                      accuracy="accuracy", method="method", gap_label=fairness_metric.replace("_", " "),
+                      title=f"{title} — {miss}" if title else miss)
+        out[f"tradeoff_{miss}"] = p
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Long per-cell metric table and the self-contained HTML report (`fairmiss report STUDY`)
+# --------------------------------------------------------------------------------------------
+
+#: metrics drawn as per-group bars in the report (when present)
+GROUP_BAR_METRICS = ("accuracy", "fnr", "fpr", "selection_rate")
+
+
+def cell_metrics_long(results) -> pd.DataFrame:
+    """Every metric of every finished cell, one row per (cell, metric): the table the HTML report,
+    the per-group bars and the paper-vs-ours comparison read (``cell_metrics.csv``)."""
+    rows = [
+        {"key": r.key, "split": r.split_index, "missingness": r.missingness, "method": r.method,
+         "metric": k, "value": float(v)}
+        for r in results if r.status == "ok" for k, v in sorted(r.metrics.items())
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
+    return pd.DataFrame(rows, columns=["key", "split", "missingness", "method", "metric", "value"])
+
+
+def write_cell_metrics(results, out_dir: Path) -> Path:
+    df = cell_metrics_long(results)
+    return atomic_write_text(Path(out_dir) / "cell_metrics.csv", df.to_csv(index=False, float_format="%.10g"))
+
+
+def _mean_se(long: pd.DataFrame) -> pd.DataFrame:
+    """Mean and SE over splits per (missingness, method, metric)."""
+    if long.empty:
+        return pd.DataFrame(columns=["missingness", "method", "metric", "mean", "se", "n"])
+    g = long.groupby(["missingness", "method", "metric"], sort=True)["value"]
+    out = pd.DataFrame({"mean": g.mean(), "sd": g.std(ddof=1), "n": g.count()}).reset_index()
+    out["se"] = out["sd"] / np.sqrt(out["n"])
+    return out.drop(columns="sd")
+
+
+def group_metric_table(long: pd.DataFrame) -> pd.DataFrame:
+    """Per-group metrics (``<metric>_group_<g>``) as columns missingness, method, metric, group, mean, se."""
+    agg = _mean_se(long)
+    m = agg["metric"].str.extract(r"^(?P<base>.+)_group_(?P<group>[^_]+)$")
+    agg = agg.assign(base=m["base"], group=m["group"]).dropna(subset=["base"])
+    return agg.rename(columns={"metric": "name"}).rename(columns={"base": "metric"})[
+        ["missingness", "method", "metric", "group", "mean", "se", "n"]]
+
+
+def imputation_diagnostics_table(long: pd.DataFrame) -> pd.DataFrame:
+    """Imputation-fairness diagnostics logged per cell (metrics named ``imp_*``), mean ± SE over splits."""
+    agg = _mean_se(long[long["metric"].str.startswith("imp_")]) if not long.empty else _mean_se(long)
+    return agg
+
+
+def reference_comparison(long: pd.DataFrame, references) -> pd.DataFrame:
+    """Ours (mean ± SE over splits) beside the paper's numbers, with the difference ours − paper and,
+    where the paper printed a standard deviation, the difference in paper SDs."""
+    agg = _mean_se(long)
+    rows = []
+    for method_ref, metrics in references.values.items():
+        # a reference names either our full method label (imputer+learner) or the learner's name
+        hit = agg[(agg["method"] == method_ref) | (agg["method"].str.split("+", n=1).str[-1] == method_ref)]
+        for metric, paper in metrics.items():
+            h = hit[hit["metric"] == metric]
+            sd = references.sd.get(method_ref, {}).get(metric)
+            if h.empty:
+                rows.append({"method": method_ref, "metric": metric, "ours": np.nan, "ours_se": np.nan,
+                             "paper": paper, "paper_sd": sd, "diff": np.nan, "diff_in_sd": np.nan, "n": 0})
+                continue
+            for _, r in h.iterrows():
+                diff = r["mean"] - paper
+                rows.append({"method": r["method"], "missingness": r["missingness"], "metric": metric,
+                             "ours": r["mean"], "ours_se": r["se"], "paper": paper, "paper_sd": sd, "diff": diff,
+                             "diff_in_sd": diff / sd if sd else np.nan, "n": int(r["n"])})
+    return pd.DataFrame(rows)
+
+
+def plot_group_bars(gt: pd.DataFrame, metric: str, path: Path, *, title: str = "") -> Path | None:
+    """Per-group bars (mean ± SE over splits) of one metric for every method (kept here, not in
+    :mod:`fairmiss.reporting.plots`, because it reads the report's long table format)."""
+    from matplotlib.figure import Figure
+
+    from fairmiss.reporting.plots import save_figure
+
+    d = gt[gt["metric"] == metric]
+    if d.empty:
+        return None
+    methods = sorted(d["method"].unique())
+    groups = sorted(d["group"].unique(), key=str)
+    fig = Figure(figsize=(max(6.0, 0.55 * len(methods) * len(groups) + 2), 4.2))
+    ax = fig.add_subplot()
+    width = 0.8 / len(groups)
+    x = np.arange(len(methods))
+    for j, g in enumerate(groups):
+        dg = d[d["group"] == g].groupby("method")[["mean", "se"]].mean().reindex(methods)
+        ax.bar(x + (j - (len(groups) - 1) / 2) * width, dg["mean"], width, yerr=dg["se"].fillna(0), capsize=2,
+               label=f"group {g}", color=f"C{j % 10}")
+    ax.set_xticks(x, methods, rotation=35, ha="right", fontsize="small")
+    ax.set_ylabel(metric.replace("_", " "))
+    ax.set_title(title or f"{metric} by group (mean ± SE over splits)")
+    ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def _img(path: Path) -> str:
+    import base64
+
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f'<figure><img alt="{html.escape(Path(path).name)}" src="data:image/png;base64,{data}"/>' \
+           f"<figcaption>{html.escape(Path(path).name)}</figcaption></figure>"
+
+
+def _table(df: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
+    if df is None or df.empty:
+        return "<p><em>none</em></p>"
+    return df.to_html(index=False, na_rep="—", float_format=lambda v: floatfmt.format(v), border=0,
+                      classes="t", escape=True)
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}
+table.t{border-collapse:collapse;font-size:.85em;margin:.5em 0}table.t td,table.t th{padding:2px 8px;
+border-bottom:1px solid #eee;text-align:right}table.t th{background:#f4f4f4}figure{display:inline-block;margin:.5em}
+img{max-width:100%}figcaption{font-size:.75em;color:#666}.note{color:#555;font-size:.9em}"""
+
+
+def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=None,
+                description: str = "") -> Path:
+    """Write ``<out_dir>/report.html``: one self-contained file (figures embedded as PNG data URIs)
+    built from what the experiment wrote to ``out_dir`` — summary (``metrics.json``), trade-off
+    figures and Pareto tables, per-group metric bars, imputation-fairness diagnostics, and the
+    paper-vs-ours table when the config carries ``references``. The figures also stay as PNG files
+    beside it (readable without MLflow; ``dvc plots`` lists them)."""
+    import json
+
+    out_dir = Path(out_dir)
+    mpath = out_dir / "metrics.json"
+    if not mpath.exists():
+        raise FileNotFoundError(f"{mpath}: no results to report on (run the study first)")
+    meta = json.loads(mpath.read_text())
+    cm = out_dir / "cell_metrics.csv"
+    long = pd.read_csv(cm) if cm.exists() else pd.DataFrame(
+        columns=["key", "split", "missingness", "method", "metric", "value"])
+    parts = [f"<h1>{html.escape(title)}</h1>"]
+    if description:
+        parts.append(f"<p>{html.escape(description)}</p>")
+    parts.append(
+        f"<p class='note'>dataset <code>{html.escape(str(meta.get('dataset')))}</code> · processed-data hash "
+        f"<code>{html.escape(str(meta.get('data_hash')))}</code> · config hash "
+        f"<code>{html.escape(str(meta.get('config_hash')))}</code> · {meta.get('n_cells')} cells, "
+        f"{meta.get('n_failed')} failed · fairness metric <code>{html.escape(fairness_metric)}</code></p>")
+
+    parts.append("<h2>Summary (test set, mean ± SE over splits)</h2>")
+    rows = [{"missingness": miss, "method": meth,
+             **{k: v for k, v in e.items() if k.endswith(("_mean", "_se")) or k == "n"}}
+            for miss, methods in meta.get("summary", {}).items() for meth, e in methods.items()]
+    parts.append(_table(pd.DataFrame(rows)))
+
+    parts.append("<h2>Fairness–accuracy trade-off (Pareto fronts, SE bars)</h2>")
+    for p in sorted(out_dir.glob("tradeoff_*.png")):
+        parts.append(_img(p))
+    for mode in ("nondominated", "envelope"):
+        p = out_dir / f"pareto_{mode}.csv"
+        if p.exists():
+            kept = pd.read_csv(p)
+            kept = kept[kept["kept"]] if "kept" in kept else kept
+            parts.append(f"<h3>Pareto-kept points ({mode})</h3>" + _table(kept.drop(columns="kept", errors="ignore")))
+
+    parts.append("<h2>Per-group metrics</h2>")
+    gt = group_metric_table(long)
+    drawn = False
+    for metric in GROUP_BAR_METRICS:
+        p = plot_group_bars(gt, metric, out_dir / f"groups_{metric}.png")
+        if p is not None:
+            parts.append(_img(p))
+            drawn = True
+    if not drawn:
+        parts.append("<p><em>no per-group metrics recorded</em></p>")
+
+    parts.append("<h2>Imputation-fairness diagnostics</h2>")
+    it = imputation_diagnostics_table(long)
+    if it.empty:
+        parts.append("<p class='note'>No diagnostics: no cell imputed an injected missing value (no "
+                     "missingness, or MIA / no imputer).</p>")
+    else:
+        parts.append("<p class='note'>Computed on the test split's masked cells whose true value is known "
+                     "(paper 000 Definition 1 and per-group imputation error).</p>" + _table(it))
+
+    claims = out_dir / "claims_000.csv"
+    if claims.exists():
+        parts.append("<h2>Paper 000's Figure-2 claims in this run (spec 000 §5, B1–B5)</h2>"
+                     "<p class='note'>Decided on this run's cells by the rules in <code>fairmiss.studies.p000_claims</code> "
+                     "(fronts of mean ± SE over splits; 'beats' = higher accuracy at matched gap by more than one "
+                     "combined SE somewhere, nowhere lower by more than one).</p>" + _table(pd.read_csv(claims)))
+
+    parts.append("<h2>Paper vs ours</h2>")
+    if references is None:
+        parts.append("<p class='note'>This config carries no published reference numbers.</p>")
+    else:
+        cmp = reference_comparison(long, references)
+        write = atomic_write_text(out_dir / "paper_vs_ours.csv", cmp.to_csv(index=False, float_format="%.10g"))
+        logger.info("wrote %s", write)
+        parts.append(f"<p class='note'>Source: {html.escape(references.source)}"
+                     + (" — loose reference points, not a target." if references.loose else "") + "</p>")
+        parts.append(_table(cmp))
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+           f"<style>{_CSS}</style></head><body>" + "\n".join(parts) + "</body></html>\n")
+    return atomic_write_text(out_dir / "report.html", doc)
+
+
+def html_report_files(out_dir: Path, *, title: str, description: str = "") -> Path:
+    """Self-contained ``report.html`` for a study with its own flow (own result files): every PNG
+    embedded and every Markdown / CSV table of ``out_dir`` shown, in name order."""
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+        raise FileNotFoundError(f"{out_dir}: no results to report on (run the study first)")
+    parts = [f"<h1>{html.escape(title)}</h1>"]
+    if description:
+        parts.append(f"<p>{html.escape(description)}</p>")
+    for p in sorted(out_dir.glob("*.md")):
+        parts.append(f"<h2>{html.escape(p.name)}</h2><pre>{html.escape(p.read_text())}</pre>")
+    for p in sorted(out_dir.glob("*.csv")):
+        parts.append(f"<h2>{html.escape(p.name)}</h2>" + _table(pd.read_csv(p).head(200)))
+    for p in sorted(out_dir.glob("*.png")):
+        parts.append(_img(p))
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+           f"<style>{_CSS}</style></head><body>" + "\n".join(parts) + "</body></html>\n")
+    return atomic_write_text(out_dir / "report.html", doc)
