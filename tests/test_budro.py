@@ -477,12 +477,14 @@ def test_knn_candidates_are_the_exact_nearest_neighbours(k):
             assert C[j, unlisted].min() >= cand.radius[j] - 1e-12
     # the row-block fallback (n > 65536 in production) gives the same costs
     A_calls = {}
-    orig = ot._knn_symmetric
+    import fairmiss.learners.budro.candidates as candidates_mod
+
+    orig = candidates_mod._knn_symmetric
     try:
-        ot._knn_symmetric = lambda *a, **kw: A_calls.setdefault("called", (None, None))
+        candidates_mod._knn_symmetric = lambda *a, **kw: A_calls.setdefault("called", (None, None))
         alt = knn_candidates(Z, k=k)
     finally:
-        ot._knn_symmetric = orig
+        candidates_mod._knn_symmetric = orig
     np.testing.assert_allclose(alt.costs, cand.costs, atol=1e-9)
 
 
@@ -579,6 +581,7 @@ def test_narrow_window_matches_tilted_path_and_lp(toy, support, eps):
     window; when the window holds ``eta*`` it is used (path ``uniform/window``), else the step
     falls back. ``wide``: more than 255 candidates per column (the putmask branch)."""
     import fairmiss.learners.budro.ot as ot
+    import fairmiss.learners.budro.ot_uniform as ot_uniform
 
     if support == "dense":
         cand, y, l0, l1 = toy["cand"], toy["y"], toy["l0"], toy["l1"]
@@ -620,8 +623,8 @@ def test_narrow_window_matches_tilted_path_and_lp(toy, support, eps):
                 assert h.info["uncertified_columns"] == r.info["uncertified_columns"]
     # the previous warm start (tilted pruning at 0.8 eta_hint) returns the same solution
     for m, r in ref.items():
-        old = ot._solve_uniform_tilted(cand, w, y, l0, l1, eps, m, eta, 0.8 * eta)
-        new = ot._solve_uniform_window(cand, w, y, l0, l1, eps, m, 0.8 * eta, 1.25 * eta)
+        old = ot_uniform._solve_uniform_tilted(cand, w, y, l0, l1, eps, m, eta, 0.8 * eta)
+        new = ot_uniform._solve_uniform_window(cand, w, y, l0, l1, eps, m, 0.8 * eta, 1.25 * eta)
         assert old is not None and new is not None
         assert new[2] == old[2]  # eta: the same crossing slope, bit for bit
         np.testing.assert_allclose(new[4], old[4], rtol=0, atol=1e-12)  # lam
