@@ -16,114 +16,14 @@ file and field and exit with status 2; nothing is written downstream.
 from __future__ import annotations
 
 import argparse
-import errno
 import logging
 import os
 import subprocess
 import sys
-import traceback
 
 from fairmiss.config import ConfigError
-from fairmiss.datasets import ChecksumError
-from fairmiss.datasets import DatasetError
-from fairmiss.datasets import RawDataMissingError
-from fairmiss.datasets.acquire import RawPathError
-from fairmiss.datasets.validate import DataValidationError
-from fairmiss.missingness.mechanisms import MissingnessError
-
-USER_ERRORS = (ConfigError, DatasetError, ChecksumError, RawDataMissingError, RawPathError, DataValidationError,
-               MissingnessError, FileNotFoundError)
-
-#: file-system problems that are about the user's paths and permissions, not a bug: one line, exit 2
-_FS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EROFS,
-                        errno.ENOSPC, errno.EDQUOT, errno.ELOOP, errno.ENAMETOOLONG, errno.EFBIG, errno.ENOENT})
-_FS_PROBLEM = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
-               errno.EISDIR: "is a directory, not a file", errno.ENOTDIR: "a path component is not a directory",
-               errno.EEXIST: "exists and is not a directory", errno.EROFS: "read-only file system",
-               errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
-               errno.ELOOP: "too many levels of symbolic links", errno.ENAMETOOLONG: "file name too long",
-               errno.EFBIG: "file too large", errno.ENOENT: "no such file or directory"}
-
-#: set by ``main`` from ``-v``: user errors then also print their traceback, and Prefect's own error
-#: logging of a failed flow/task stays on the console
-VERBOSE = False
-
-
-def user_error_message(exc: BaseException) -> tuple[str, int] | None:
-    """``(message, exit status)`` for an error the user can fix (config, data, paths, failed cells), else
-    ``None`` (a bug: shown with its traceback)."""
-    from flows.experiment import CellsFailedError
-
-    if isinstance(exc, CellsFailedError):
-        return str(exc), exc.exit_code
-    if isinstance(exc, USER_ERRORS):
-        return "; ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip()) or type(exc).__name__, 2
-    if isinstance(exc, OSError) and exc.errno in _FS_ERRNOS and exc.filename is not None:
-        where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
-        return f"{where}: {_FS_PROBLEM[exc.errno]} ({type(exc).__name__})", 2
-    return None
-
-
-class _QuietFlowErrors(logging.Filter):
-    """Drop, on the console only, the error records Prefect's engine writes for a failed task or flow run
-    (``Task run failed with exception`` + traceback, ``Finished in state Failed``, ``Encountered exception
-    during execution`` + traceback): the command reports the error itself, once. They stay in Prefect's
-    API log (the run's logs in its database). Progress (INFO) and warnings are kept."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if VERBOSE or record.levelno < logging.ERROR:
-            return True
-        return not record.name.startswith(("prefect", "docket"))
-
-
-_QUIET = _QuietFlowErrors()
-
-
-def quiet_prefect_console() -> None:
-    """Attach :class:`_QuietFlowErrors` to the console handlers of the root logger (idempotent)."""
-    import prefect  # noqa: F401 - importing Prefect configures its logging (console handler on root)
-
-    for h in logging.getLogger().handlers:
-        if isinstance(h, logging.StreamHandler) and _QUIET not in h.filters:
-            h.addFilter(_QUIET)
-
-
-def _exit_on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)
-
-
-def run_guarded(fn) -> int:
-    """Run a command's flow: user errors print one line ``fairmiss: error: …`` and exit 2 (a run whose every
-    cell failed: see :class:`flows.experiment.CellsFailedError`); with ``-v`` the traceback comes first.
-
-    SIGTERM exits through ``SystemExit(143)`` rather than the default action, so that exit handlers run:
-    Prefect's flow engine turns SIGTERM into a crash of the flow run and then re-delivers it to the
-    *previous* handler; with the default one the process died without running ``atexit``, which left
-    Prefect's ephemeral API server (a uvicorn subprocess) running after every ``kill`` of a study.
-    """
-    import signal
-
-    previous = None
-    try:
-        previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    except ValueError:  # not the main thread (e.g. called from a test's worker thread)
-        pass
-    quiet_prefect_console()
-    try:
-        fn()
-    except Exception as exc:
-        found = user_error_message(exc)
-        if found is None:
-            raise
-        if VERBOSE:
-            traceback.print_exc()
-        print(f"fairmiss: error: {found[0]}", file=sys.stderr)
-        return found[1]
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    return 0
-
+from flows import errors
+from flows.errors import run_guarded
 
 STUDIES_DIR = "params/studies"
 
@@ -180,7 +80,7 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from flows.experiment import run_any
+    from flows.run import run_any
 
     def go():
         out = run_any(args.config, quick=getattr(args, "quick", False), force=getattr(args, "force", False),
@@ -322,9 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global VERBOSE
     args = build_parser().parse_args(argv)
-    VERBOSE = bool(args.verbose)
+    errors.VERBOSE = bool(args.verbose)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")

@@ -1,6 +1,6 @@
 """The experiment flow: acquire → validate → split/inject → impute/train/evaluate → log.
 
-Run it as ``fairmiss run CONFIG`` or ``python -m flows.experiment --config CONFIG`` (what the
+Run it as ``fairmiss run CONFIG`` or ``python -m flows.run --config CONFIG`` (what the
 DVC stages call). With no ``PREFECT_API_URL`` set, Prefect starts its local ephemeral server
 by itself; with one set, runs are reported to that server.
 
@@ -10,7 +10,6 @@ deterministic, read by ``dvc metrics show``), ``cells.csv`` (every cell) and ``s
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -24,52 +23,10 @@ from fairmiss.config import ExperimentConfig, load_config, missingness_label
 from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.codeversion import code_version
 from fairmiss.tracking import Tracker
+from flows.errors import check_all_failed
 from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
 
 logger = logging.getLogger(__name__)
-
-
-class CellsFailedError(RuntimeError):
-    """Every cell of a run failed: nothing to summarise, so no ``metrics.json`` is written.
-
-    ``exit_code`` (the CLI's status): 2 when the first failure is an error in the user's input (the
-    exception is a ``ValueError``, as for single-class labels, an imputer/learner rejecting the data, or a
-    :class:`~fairmiss.config.ConfigError`), 1 otherwise (e.g. a ``RuntimeError`` or ``MemoryError``: a
-    bug or the machine)."""
-
-    def __init__(self, experiment: str, n_failed: int, first_key: str, first_error: str, exit_code: int):
-        self.exit_code = exit_code
-        first = " ".join((first_error or "").split("\n")[0].split())
-        super().__init__(f"experiment '{experiment}': all {n_failed} cell(s) failed; first: {first_key}: {first} "
-                         "(each cell's error is in its MLflow run; nothing written to results)")
-
-
-#: exception names (the first word of a cell's ``error``) that mean bad input rather than a bug
-_USER_CELL_ERRORS = ("ValueError", "ConfigError", "DatasetError", "MissingnessError", "DataValidationError")
-
-
-def check_all_failed(experiment: str, results) -> None:
-    """Raise :class:`CellsFailedError` when no cell completed (reused cells count as completed)."""
-    if not results or any(r.status == "ok" for r in results):
-        return
-    first = results[0]
-    err = first.error or first.status
-    exit_code = 2 if err.split(":", 1)[0].strip() in _USER_CELL_ERRORS else 1
-    raise CellsFailedError(experiment, len(results), first.key, err, exit_code)
-
-
-def check_output_dir(path: str | Path, what: str) -> Path:
-    """An output root (``--results-dir``, ``--processed-dir``) must be a directory if it exists: checked
-    before the flow starts, so that the error is one line naming the option."""
-    from fairmiss.config import ConfigError
-
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise ConfigError(f"{p}: {what} is not a directory")
-    parent = next((q for q in p.absolute().parents if q.exists()), None)
-    if not p.exists() and parent is not None and not parent.is_dir():
-        raise ConfigError(f"{p}: {what}: {parent} is a file, not a directory")
-    return p
 
 
 class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
@@ -317,51 +274,3 @@ def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool 
         raise ConfigError(f"{config_path}: execution.task_runner: 'dask' needs a Prefect API server; start one "
                           "(`prefect server start`) and set PREFECT_API_URL=http://127.0.0.1:4200/api")
     return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), quick=quick, **kw)
-
-
-def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False, **kw) -> dict:
-    """Run an experiment config, or a study with its own flow (config with a ``study:`` key).
-    ``force`` (experiment configs) runs even when :func:`up_to_date` finds nothing to do."""
-    from fairmiss.config import load_study_config
-
-    cfg = load_study_config(config_path, quick=quick)
-    check_output_dir(kw.get("results_dir", "results"), "--results-dir")
-    check_output_dir(kw.get("processed_dir", "processed"), "--processed-dir")
-    safe_child(kw.get("results_dir", "results"), cfg.experiment, what="experiment")
-    if getattr(cfg, "dataset", None) is not None:  # raw files usable? (before Prefect starts; writes nothing)
-        from fairmiss.datasets import get_variant
-        from fairmiss.datasets.acquire import preflight
-
-        for rf in get_variant(cfg.dataset.name).raw_files:
-            preflight(rf, kw.get("raw_dir"))
-    if getattr(cfg, "study", None) == "003_decile":
-        from flows.study003 import decile_flow
-
-        return decile_flow(str(config_path), quick=quick, **kw)
-    if getattr(cfg, "study", None) == "001_table":
-        from flows.study001 import sim001_flow
-
-        return sim001_flow(str(config_path), quick=quick, **kw)
-    if getattr(cfg, "study", None) == "002_table1_hcp":
-        from flows.study002 import hcp_flow
-
-        return hcp_flow(str(config_path), quick=quick, **kw)
-    return run_experiment(config_path, quick=quick, force=force, **kw)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m flows.experiment", description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="params/compas_default.yaml")
-    ap.add_argument("--results-dir", default="results")
-    ap.add_argument("--processed-dir", default="processed")
-    ap.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides")
-    ap.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date")
-    args = ap.parse_args(argv)
-    from flows.cli import run_guarded
-
-    return run_guarded(lambda: run_any(args.config, quick=args.quick, force=args.force,
-                                       results_dir=args.results_dir, processed_dir=args.processed_dir))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

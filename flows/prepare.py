@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--processed-dir", default="processed")
     args = ap.parse_args(argv)
-    from flows.cli import run_guarded
+    from flows.errors import run_guarded
 
     return run_guarded(lambda: prepare_flow(args.dataset, args.processed_dir))
 

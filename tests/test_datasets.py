@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairmiss.datasets.registry import DatasetError, get_variant
+from fairmiss.datasets import get_variant
+from fairmiss.datasets.registry import DatasetError
 from fairmiss.datasets.validate import validate_table
 
 MIRROR = Path(os.environ.get("FAIRMISS_TEST_MIRROR", "/work/shared/data/raw"))

@@ -10,7 +10,7 @@ import json
 def test_figure2_flow_writes_png_and_gap_shrinks(tmp_path, mirror):
     from mlflow.tracking import MlflowClient
 
-    from flows.figure002 import figure2_flow
+    from flows.studies.p002_figure2 import figure2_flow
 
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
     out = figure2_flow(results_dir=str(tmp_path / "results"), processed_dir=str(tmp_path / "processed"),

@@ -69,7 +69,7 @@ def test_server_health_and_version(prefect_server):
 def test_flow_run_completed_on_server(prefect_server, tmp_path):
     api, env = prefect_server
     cfg = small_config(tmp_path, split={"n_splits": 1}, imputers=[{"kind": "mean"}])
-    r = subprocess.run([sys.executable, "-m", "flows.experiment", "--config", str(cfg), "--results-dir",
+    r = subprocess.run([sys.executable, "-m", "flows.run", "--config", str(cfg), "--results-dir",
                         str(tmp_path / "results"), "--processed-dir", str(tmp_path / "processed")],
                        cwd=ROOT, env={**env, "PREFECT_API_URL": api}, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -146,7 +146,7 @@ def test_dask_task_runner_two_workers_same_metrics(prefect_server, tmp_path):
     outs = {}
     for runner in ("thread", "dask"):
         cfg = small_config(tmp_path / runner, execution={"max_workers": 2, "task_runner": runner})
-        r = subprocess.run([sys.executable, "-m", "flows.experiment", "--config", str(cfg), "--results-dir",
+        r = subprocess.run([sys.executable, "-m", "flows.run", "--config", str(cfg), "--results-dir",
                             str(tmp_path / runner / "results"), "--processed-dir", str(tmp_path / runner / "processed")],
                            cwd=ROOT, env={**env, "PREFECT_API_URL": api}, capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, r.stderr[-3000:]

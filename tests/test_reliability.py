@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 
 def _flow(cfg, tmp, tag):
-    return subprocess.Popen([sys.executable, "-m", "flows.experiment", "--config", str(cfg), "--results-dir",
+    return subprocess.Popen([sys.executable, "-m", "flows.run", "--config", str(cfg), "--results-dir",
                              str(tmp / f"results_{tag}"), "--processed-dir", str(tmp / "processed")],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

@@ -19,7 +19,7 @@ def _config(tmp, name="s001"):
 def test_001_table_flow_runs_compares_and_is_deterministic(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from flows.experiment import run_any
+    from flows.run import run_any
 
     cfg = _config(tmp_path)
     a = run_any(cfg, results_dir=str(tmp_path / "r1"))

@@ -37,7 +37,7 @@ def _small_hcp_config(tmp: Path, **over) -> Path:
 
 @pytest.fixture(scope="module")
 def hcp_runs(tmp_path_factory):
-    from flows.experiment import run_any
+    from flows.run import run_any
 
     tmp = tmp_path_factory.mktemp("hcp")
     cfg = _small_hcp_config(tmp)

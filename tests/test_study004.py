@@ -131,7 +131,7 @@ def test_extra_groups_must_name_a_usable_column(mirror, tmp_path):
 
 
 def test_compas_quick_study_end_to_end(mirror, tmp_path):
-    from flows.experiment import run_any
+    from flows.run import run_any
 
     data = yaml.safe_load(open(COMPAS, encoding="utf-8"))
     data["tracking"] = {"uri": f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}", "log_models": False}

@@ -1,14 +1,26 @@
 """Datasets: acquisition, registry, builders and the validation gate."""
 
 from fairmiss.datasets.acquire import ChecksumError, RawDataMissingError, RawFile, fetch
-from fairmiss.datasets.registry import (
-    DatasetError,
-    DatasetVariant,
-    dataset_names,
-    get_variant,
-    list_variants,
-    register,
-)
+from fairmiss.datasets.registry import DatasetError, DatasetVariant, lookup, register, registered
+
+# The built-in datasets register themselves on import. Imported here eagerly and without a guard: a broken
+# dataset module is an error at import, never a silently "unknown dataset" (the registry is a leaf that
+# imports no dataset, so this forms no import cycle).
+from fairmiss.datasets import adult, compas, german, hcp, hsls  # noqa: E402,F401  (registration)
+
+
+def get_variant(name: str) -> DatasetVariant:
+    """The dataset variant ``name`` (built-in or registered by the user); KeyError names the known ones."""
+    return lookup(name)
+
+
+def list_variants() -> list[DatasetVariant]:
+    return registered()
+
+
+def dataset_names() -> list[str]:
+    return [v.name for v in registered()]
+
 
 __all__ = [
     "ChecksumError",

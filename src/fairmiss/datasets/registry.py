@@ -118,34 +118,19 @@ def register(variant: DatasetVariant) -> DatasetVariant:
     return variant
 
 
-def get_variant(name: str) -> DatasetVariant:
-    _load_builtin()
+def lookup(name: str) -> DatasetVariant:
+    """The registered variant ``name`` (KeyError naming the known ones). This module is a leaf: it never
+    imports a dataset module; :mod:`fairmiss.datasets` imports the built-in ones (which register
+    themselves) and offers :func:`fairmiss.datasets.get_variant` over the complete registry."""
     try:
         return _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown dataset '{name}'; known datasets: {', '.join(sorted(_REGISTRY))}") from None
 
 
-def list_variants() -> list[DatasetVariant]:
-    _load_builtin()
+def registered() -> list[DatasetVariant]:
+    """Every registered variant, sorted by name."""
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
-
-
-def dataset_names() -> list[str]:
-    return [v.name for v in list_variants()]
-
-
-def _load_builtin() -> None:
-    # Importing the dataset modules registers their variants.
-    from fairmiss.datasets import compas  # noqa: F401
-    try:
-        from fairmiss.datasets import adult, german  # noqa: F401
-    except ImportError:  # pragma: no cover - modules added incrementally
-        pass
-    try:
-        from fairmiss.datasets import hcp, hsls  # noqa: F401
-    except ImportError:  # pragma: no cover - modules added incrementally
-        pass
 
 
 def read_csv_checked(path: Path, required: list[str], **kwargs) -> pd.DataFrame:

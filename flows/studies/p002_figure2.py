@@ -3,7 +3,7 @@ table for four logistic regressions (original features without race, with race, 
 one seeded 70/30 split. Writes ``results/002_figure2_compas/`` (``ecdf.png`` and ``metrics.json`` with the
 mean-prediction gap, Mann–Whitney U test and correlation with the group per model) and logs a run.
 
-Run: ``python -m flows.figure002`` (also a DVC stage)."""
+Run: ``python -m flows.studies.p002_figure2`` (also a DVC stage)."""
 
 from __future__ import annotations
 
@@ -55,11 +55,11 @@ def figure2_flow(results_dir: str = "results", processed_dir: str = "processed",
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m flows.figure002", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m flows.studies.p002_figure2", description=__doc__.splitlines()[0])
     ap.add_argument("--results-dir", default="results")
     ap.add_argument("--processed-dir", default="processed")
     args = ap.parse_args(argv)
-    from flows.cli import run_guarded
+    from flows.errors import run_guarded
 
     return run_guarded(lambda: figure2_flow(results_dir=args.results_dir, processed_dir=args.processed_dir))
 

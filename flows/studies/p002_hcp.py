@@ -87,14 +87,14 @@ def hcp_flow(config_path: str, results_dir: str = "results", processed_dir: str 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m flows.study002", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m flows.studies.p002_hcp", description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="params/studies/002_table1_hcp.yaml")
     ap.add_argument("--results-dir", default="results")
     ap.add_argument("--processed-dir", default="processed")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--raw-dir", default=None, help="directory with hcp_connectome.csv + hcp_subjects.csv (dataset hcp)")
     args = ap.parse_args(argv)
-    from flows.cli import run_guarded
+    from flows.errors import run_guarded
 
     return run_guarded(lambda: hcp_flow(args.config, results_dir=args.results_dir,
                                         processed_dir=args.processed_dir, quick=args.quick,

@@ -69,12 +69,12 @@ def sim001_flow(config_path: str, results_dir: str = "results", processed_dir: s
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m flows.study001", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m flows.studies.p001_sim", description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="params/studies/001_table.yaml")
     ap.add_argument("--results-dir", default="results")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
-    from flows.cli import run_guarded
+    from flows.errors import run_guarded
 
     return run_guarded(lambda: sim001_flow(args.config, results_dir=args.results_dir, quick=args.quick))
 

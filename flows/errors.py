@@ -1,0 +1,154 @@
+"""How a command ends: user errors as one line and exit 2, failed cells, SIGTERM, a quiet Prefect console.
+
+Imported by every flow's ``main`` and by the CLI; it imports no flow (so the flows form no cycle).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import sys
+import traceback
+from pathlib import Path
+
+from fairmiss.config import ConfigError
+from fairmiss.datasets import ChecksumError
+from fairmiss.datasets import DatasetError
+from fairmiss.datasets import RawDataMissingError
+from fairmiss.datasets.acquire import RawPathError
+from fairmiss.datasets.validate import DataValidationError
+from fairmiss.missingness.mechanisms import MissingnessError
+
+class CellsFailedError(RuntimeError):
+    """Every cell of a run failed: nothing to summarise, so no ``metrics.json`` is written.
+
+    ``exit_code`` (the CLI's status): 2 when the first failure is an error in the user's input (the
+    exception is a ``ValueError``, as for single-class labels, an imputer/learner rejecting the data, or a
+    :class:`~fairmiss.config.ConfigError`), 1 otherwise (e.g. a ``RuntimeError`` or ``MemoryError``: a
+    bug or the machine)."""
+
+    def __init__(self, experiment: str, n_failed: int, first_key: str, first_error: str, exit_code: int):
+        self.exit_code = exit_code
+        first = " ".join((first_error or "").split("\n")[0].split())
+        super().__init__(f"experiment '{experiment}': all {n_failed} cell(s) failed; first: {first_key}: {first} "
+                         "(each cell's error is in its MLflow run; nothing written to results)")
+
+
+#: exception names (the first word of a cell's ``error``) that mean bad input rather than a bug
+_USER_CELL_ERRORS = ("ValueError", "ConfigError", "DatasetError", "MissingnessError", "DataValidationError")
+
+
+def check_all_failed(experiment: str, results) -> None:
+    """Raise :class:`CellsFailedError` when no cell completed (reused cells count as completed)."""
+    if not results or any(r.status == "ok" for r in results):
+        return
+    first = results[0]
+    err = first.error or first.status
+    exit_code = 2 if err.split(":", 1)[0].strip() in _USER_CELL_ERRORS else 1
+    raise CellsFailedError(experiment, len(results), first.key, err, exit_code)
+
+
+def check_output_dir(path: str | Path, what: str) -> Path:
+    """An output root (``--results-dir``, ``--processed-dir``) must be a directory if it exists: checked
+    before the flow starts, so that the error is one line naming the option."""
+    from fairmiss.config import ConfigError
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{p}: {what} is not a directory")
+    parent = next((q for q in p.absolute().parents if q.exists()), None)
+    if not p.exists() and parent is not None and not parent.is_dir():
+        raise ConfigError(f"{p}: {what}: {parent} is a file, not a directory")
+    return p
+
+
+USER_ERRORS = (ConfigError, DatasetError, ChecksumError, RawDataMissingError, RawPathError, DataValidationError,
+               MissingnessError, FileNotFoundError)
+
+#: file-system problems that are about the user's paths and permissions, not a bug: one line, exit 2
+_FS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EROFS,
+                        errno.ENOSPC, errno.EDQUOT, errno.ELOOP, errno.ENAMETOOLONG, errno.EFBIG, errno.ENOENT})
+_FS_PROBLEM = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+               errno.EISDIR: "is a directory, not a file", errno.ENOTDIR: "a path component is not a directory",
+               errno.EEXIST: "exists and is not a directory", errno.EROFS: "read-only file system",
+               errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+               errno.ELOOP: "too many levels of symbolic links", errno.ENAMETOOLONG: "file name too long",
+               errno.EFBIG: "file too large", errno.ENOENT: "no such file or directory"}
+
+#: set by ``main`` from ``-v``: user errors then also print their traceback, and Prefect's own error
+#: logging of a failed flow/task stays on the console
+VERBOSE = False
+
+
+def user_error_message(exc: BaseException) -> tuple[str, int] | None:
+    """``(message, exit status)`` for an error the user can fix (config, data, paths, failed cells), else
+    ``None`` (a bug: shown with its traceback)."""
+    if isinstance(exc, CellsFailedError):
+        return str(exc), exc.exit_code
+    if isinstance(exc, USER_ERRORS):
+        return "; ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip()) or type(exc).__name__, 2
+    if isinstance(exc, OSError) and exc.errno in _FS_ERRNOS and exc.filename is not None:
+        where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+        return f"{where}: {_FS_PROBLEM[exc.errno]} ({type(exc).__name__})", 2
+    return None
+
+
+class _QuietFlowErrors(logging.Filter):
+    """Drop, on the console only, the error records Prefect's engine writes for a failed task or flow run
+    (``Task run failed with exception`` + traceback, ``Finished in state Failed``, ``Encountered exception
+    during execution`` + traceback): the command reports the error itself, once. They stay in Prefect's
+    API log (the run's logs in its database). Progress (INFO) and warnings are kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if VERBOSE or record.levelno < logging.ERROR:
+            return True
+        return not record.name.startswith(("prefect", "docket"))
+
+
+_QUIET = _QuietFlowErrors()
+
+
+def quiet_prefect_console() -> None:
+    """Attach :class:`_QuietFlowErrors` to the console handlers of the root logger (idempotent)."""
+    import prefect  # noqa: F401 - importing Prefect configures its logging (console handler on root)
+
+    for h in logging.getLogger().handlers:
+        if isinstance(h, logging.StreamHandler) and _QUIET not in h.filters:
+            h.addFilter(_QUIET)
+
+
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def run_guarded(fn) -> int:
+    """Run a command's flow: user errors print one line ``fairmiss: error: …`` and exit 2 (a run whose every
+    cell failed: see :class:`CellsFailedError`); with ``-v`` the traceback comes first.
+
+    SIGTERM exits through ``SystemExit(143)`` rather than the default action, so that exit handlers run:
+    Prefect's flow engine turns SIGTERM into a crash of the flow run and then re-delivers it to the
+    *previous* handler; with the default one the process died without running ``atexit``, which left
+    Prefect's ephemeral API server (a uvicorn subprocess) running after every ``kill`` of a study.
+    """
+    import signal
+
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    except ValueError:  # not the main thread (e.g. called from a test's worker thread)
+        pass
+    quiet_prefect_console()
+    try:
+        fn()
+    except Exception as exc:
+        found = user_error_message(exc)
+        if found is None:
+            raise
+        if VERBOSE:
+            traceback.print_exc()
+        print(f"fairmiss: error: {found[0]}", file=sys.stderr)
+        return found[1]
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return 0
