@@ -14,10 +14,91 @@ learner receives NaN and must handle it itself (MIA trees, HistGradientBoosting,
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
 from sklearn.experimental import enable_iterative_imputer  # noqa: F401
 from sklearn.impute import IterativeImputer, SimpleImputer
 
-__all__ = ["make_imputer", "wrap_multiple", "IMPUTERS"]
+from fairmiss._registry import Registry
+from fairmiss._spec import SafeLabel, _Strict
+
+__all__ = ["make_imputer", "wrap_multiple", "IMPUTERS", "IMPUTER_KINDS", "SimpleImputerSpec", "ConstantImputerSpec",
+           "KNNImputerSpec", "IterativeImputerSpec", "MultipleImputerSpec", "NoImputerSpec"]
+
+
+# --------------------------------------------------------------------------- specs (the ``imputers`` entries)
+class _ImputerBase(_Strict):
+    add_indicator: bool = False
+    #: fit one imputer per group (paper 000 Remark 1); the group is passed as data at fit and transform
+    per_group: bool = False
+    name: SafeLabel | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or (("group_" if self.per_group else "") + self.kind + ("+mask" if self.add_indicator else ""))
+
+
+class _FittedImputerBase(_ImputerBase):
+    #: where the *test-time* imputer is estimated: ``train`` (the proper protocol, paper 001 §2.2) or
+    #: ``test`` (paper 000 §3.2 mismatch: training data imputed by the train-fitted imputer, test data by
+    #: one refitted on the test split; the Theorem 2 bound is then logged as ``mismatch_bound.*``)
+    test_fit_on: Literal["train", "test"] = "train"
+
+    @property
+    def label(self) -> str:
+        return super().label + ("@test" if self.name is None and self.test_fit_on == "test" else "")
+
+
+class SimpleImputerSpec(_FittedImputerBase):
+    kind: Literal["mean", "median", "most_frequent"]
+
+
+class ConstantImputerSpec(_ImputerBase):
+    kind: Literal["constant"] = "constant"
+    fill_value: float = -1.0
+
+
+class KNNImputerSpec(_FittedImputerBase):
+    kind: Literal["knn"] = "knn"
+    n_neighbors: Annotated[int, Field(ge=1)] = 5
+    #: how donors at exactly the k-th distance share the remaining slots (fairmiss.impute.knn):
+    #: "average" = every tied donor gets an equal share (the expectation over all tie-breaks, independent
+    #: of row order and CPU), "lowest_index" = the tied donors earliest in the training split
+    ties: Literal["average", "lowest_index"] = "average"
+
+
+class IterativeImputerSpec(_FittedImputerBase):
+    kind: Literal["iterative"] = "iterative"
+    max_iter: Annotated[int, Field(ge=1)] = 10
+    sample_posterior: bool = False
+
+
+class MultipleImputerSpec(_ImputerBase):
+    """Multiple imputation with test-time averaging (paper 001 §2.4, Theorem 2): ``m`` stochastic
+    draws of ``IterativeImputer(sample_posterior=True)``, one learner fitted per completed training
+    set, predicted probabilities averaged over ``m`` imputations of the test set. Wraps the learner,
+    so only learners without group-aware fit/predict pair with it (``MI_LEARNERS``)."""
+
+    kind: Literal["multiple"] = "multiple"
+    m: Annotated[int, Field(ge=1, le=100)] = 5
+    max_iter: Annotated[int, Field(ge=1)] = 10
+
+    @field_validator("per_group")
+    @classmethod
+    def _no_per_group(cls, v):
+        if v:
+            raise ValueError("per_group is not supported by the multiple imputer")
+        return v
+
+
+class NoImputerSpec(_ImputerBase):
+    """Hand NaN to the learner (MIA for trees with native missing support)."""
+
+    kind: Literal["none"] = "none"
+
+
+# --------------------------------------------------------------------------- factories
 
 
 def _simple(spec, seed):
@@ -44,12 +125,19 @@ def _iterative(spec, seed):
                             add_indicator=spec.add_indicator, random_state=seed, keep_empty_features=True)
 
 
-IMPUTERS = {
-    "mean": _simple, "median": _simple, "most_frequent": _simple,
-    "constant": _constant, "knn": _knn, "iterative": _iterative,
-    "none": lambda spec, seed: None,
-    "multiple": lambda spec, seed: None,  # see wrap_multiple
-}
+#: ``kind`` -> spec, factory ``(spec, seed) -> transformer | None`` and flags: ``passes_nan`` (the learner
+#: receives NaN: ``none``, and ``multiple`` whose imputation lives inside the learner), ``wraps_learner``.
+IMPUTER_KINDS = Registry("imputer")
+for _kind in ("mean", "median", "most_frequent"):
+    IMPUTER_KINDS.register(_kind, SimpleImputerSpec, _simple)
+IMPUTER_KINDS.register("constant", ConstantImputerSpec, _constant)
+IMPUTER_KINDS.register("knn", KNNImputerSpec, _knn)
+IMPUTER_KINDS.register("iterative", IterativeImputerSpec, _iterative)
+IMPUTER_KINDS.register("none", NoImputerSpec, lambda spec, seed: None, passes_nan=True)
+IMPUTER_KINDS.register("multiple", MultipleImputerSpec, lambda spec, seed: None,  # see wrap_multiple
+                       passes_nan=True, wraps_learner=True)
+
+IMPUTERS = IMPUTER_KINDS.builders()
 
 
 def make_imputer(spec, seed: int):

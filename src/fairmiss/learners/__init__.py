@@ -1,8 +1,9 @@
 """Learners: the adapter every learner is called through, baselines, and one package per paper method:
 ``fair_mip_forest`` (000), ``orthogonal`` (002), ``equality_trees`` (003), ``budro`` (004).
 
-Build a learner with :func:`fairmiss.learners.build.make_learner`. The private wrapper classes that
-lived in the old ``fairmiss.learners`` module are resolved lazily below (with a DeprecationWarning) so
+Build a learner with :func:`fairmiss.learners.build.make_learner`; each kind's spec, factory and
+wrapper live beside its estimator and are registered in :data:`fairmiss.learners.adapter.LEARNER_KINDS`.
+The private wrapper classes that lived in the old ``fairmiss.learners`` module are resolved lazily below (with a DeprecationWarning) so
 that models logged to MLflow before issue K's package move still unpickle.
 """
 
@@ -11,13 +12,19 @@ from __future__ import annotations
 import importlib
 import warnings
 
-_OLD_NAMES = {"_ProjectThenFit", "_FitThenEqualise", "_SensitiveLast", "_ProtectedFit",
-              "Learner", "LEARNERS", "make_learner"}
+#: old name -> the module that defines it now (the paper-method wrappers live beside their method)
+_OLD_NAMES = {"_ProjectThenFit": "fairmiss.learners.orthogonal.spec",
+              "_FitThenEqualise": "fairmiss.learners.equality_trees.spec",
+              "_SensitiveLast": "fairmiss.learners.zafar",
+              "_ProtectedFit": "fairmiss.learners.budro.spec",
+              "Learner": "fairmiss.learners.adapter",
+              "LEARNERS": "fairmiss.learners.build",
+              "make_learner": "fairmiss.learners.build"}
 
 
 def __getattr__(name: str):
     if name in _OLD_NAMES:
-        warnings.warn(f"fairmiss.learners.{name} is deprecated: import it from fairmiss.learners.build",
+        warnings.warn(f"fairmiss.learners.{name} is deprecated: import it from {_OLD_NAMES[name]}",
                       DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module("fairmiss.learners.build"), name)
+        return getattr(importlib.import_module(_OLD_NAMES[name]), name)
     raise AttributeError(f"module 'fairmiss.learners' has no attribute {name!r}")

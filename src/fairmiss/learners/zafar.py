@@ -80,21 +80,26 @@ from __future__ import annotations
 import logging
 import warnings
 from numbers import Integral, Real
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import Field
 from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 
+from fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["DisparateMistreatmentClassifier", "CONS_TYPE"]
+__all__ = ["DisparateMistreatmentClassifier", "CONS_TYPE", "ZafarSpec"]
 
 #: Zafar's ``cons_type`` codes for each ``constraint`` option.
 CONS_TYPE = {"none": -1, "fpr": 1, "fnr": 2, "eo": 4}
@@ -539,3 +544,50 @@ class DisparateMistreatmentClassifier(ClassifierMixin, BaseEstimator):
         """
         scores = self.decision_function(X)
         return self.classes_[(scores > 0).astype(int)]
+
+
+# --------------------------------------------------------------------------- the learner kind
+class ZafarSpec(_LearnerBase):
+    """Zafar et al. disparate-mistreatment logistic regression (penalty convex-concave procedure)."""
+
+    kind: Literal["zafar"] = "zafar"
+    constraint: Literal["fpr", "fnr", "eo", "none"] = "fnr"
+    tau: Annotated[float, Field(gt=0)] = 0.005
+    mu: Annotated[float, Field(gt=1)] = 1.2
+    max_iter: Annotated[int, Field(ge=1)] = 50
+    #: relative covariance bound (fraction of the unconstrained model's covariance; 1 = plain logistic
+    #: regression, 0 = the zero bound of spec 000 §4). None: the zero bound. τ only picks DCCP's local
+    #: solution under the zero bound; cov_factor is the knob that trades accuracy for the gap.
+    cov_factor: Annotated[float, Field(ge=0, le=1)] | None = None
+    #: penalty-CCP starts (the unconstrained optimum, then seeded perturbations); the lowest-loss end point
+    #: meeting the constraint is kept (fairmiss.learners.zafar). 1 = Zafar et al.'s single start.
+    n_starts: Annotated[int, Field(ge=1, le=50)] = 1
+
+
+def _zafar(spec, seed, threads):
+    est = make_pipeline(StandardScaler(), DisparateMistreatmentClassifier(
+        constraint=spec.constraint, tau=spec.tau, mu=spec.mu, max_iter=spec.max_iter, cov_factor=spec.cov_factor,
+        n_starts=spec.n_starts, random_state=seed))
+    return Learner(_SensitiveLast(est), needs_sensitive_fit=True)
+
+
+class _SensitiveLast(ClassifierMixin, BaseEstimator):
+    """Route ``sensitive_features`` to the last step of a scaling pipeline."""
+
+    def __init__(self, pipe):
+        self.pipe = pipe
+
+    def fit(self, X, y, sensitive_features):
+        Xs = self.pipe[:-1].fit_transform(X)
+        self.pipe[-1].fit(Xs, y, sensitive_features=sensitive_features)
+        self.is_fitted_ = True
+        return self
+
+    def predict(self, X):
+        return self.pipe.predict(X)
+
+    def predict_proba(self, X):
+        return self.pipe.predict_proba(X)
+
+
+LEARNER_KINDS.register("zafar", ZafarSpec, _zafar, needs_groups=True, family="zafar")

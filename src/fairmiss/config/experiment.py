@@ -1,0 +1,179 @@
+"""One experiment's config: :class:`ExperimentConfig` (dataset, split, the missingness x imputer x
+learner grid, tracking, execution, reference) and its grid :class:`Cell`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+from pydantic import Field, field_validator, model_validator
+
+from fairmiss.io import stable_hash
+from fairmiss._spec import SafeName, _Strict
+from fairmiss.missingness.specs import NoMissingness, MissingnessSpec
+from fairmiss.impute.specs import ImputerSpec
+from fairmiss.learners.specs import LearnerSpec, NATIVE_MISSING, MI_LEARNERS
+
+__all__ = ["Cell", "DatasetSpec", "ExecutionSpec", "ExperimentConfig", "METRICS", "missingness_label", "ReferenceSpec", "SplitSpec", "TrackingSpec"]
+
+
+# --------------------------------------------------------------------------- dataset / split
+class DatasetSpec(_Strict):
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    group_as_feature: bool = False
+
+
+class SplitSpec(_Strict):
+    test_size: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.3
+    n_splits: Annotated[int, Field(ge=1, le=1000)] = 10
+    stratify: Literal["group_label", "label", "none"] = "group_label"
+
+
+METRICS = Literal[
+    "accuracy", "balanced_accuracy", "auc", "fpr", "fnr", "tpr", "tnr", "selection_rate", "error",
+]
+
+
+class TrackingSpec(_Strict):
+    uri: str | None = None  # None: MLFLOW_TRACKING_URI, else sqlite:///mlruns/mlflow.db
+    experiment_name: SafeName | None = None  # None: the config's experiment name
+    log_models: bool = True
+
+
+class ExecutionSpec(_Strict):
+    max_workers: Annotated[int, Field(ge=1, le=64)] = 2
+    #: reuse cells already FINISHED in the tracking store under the same fingerprint (config, raw
+    #: data, code commit): a crashed or interrupted sweep resumes where it stopped
+    resume: bool = True
+    #: ``thread``: Prefect's thread pool (cheap; parallel only where the learner releases the GIL — numpy,
+    #: BLAS, XGBoost, HiGHS); ``process``: Prefect's process pool (every cell in its own worker process —
+    #: true parallelism for Python-heavy learners such as the Fair MIP local search or Zafar, at the cost
+    #: of pickling each cell's inputs); ``dask``: a Dask cluster (local, or ``dask_address``).
+    task_runner: Literal["thread", "process", "dask"] = "thread"
+    dask_address: str | None = None
+
+
+class ReferenceSpec(_Strict):
+    """A paper's published numbers for some methods of a study, for the report's paper-vs-ours table.
+
+    ``values`` maps a method (our ``imputer+learner`` label, or just the learner's name) to
+    ``{metric: value}`` in *our* metric names and conventions (e.g. ``error_group_1``); ``sd`` holds the
+    paper's standard deviations where it printed them. ``source`` says where the numbers come from and
+    any convention translated on the way (it is printed in the report)."""
+
+    source: str
+    values: dict[str, dict[str, float]]
+    sd: dict[str, dict[str, float]] = Field(default_factory=dict)
+    loose: bool = False  # the spec calls these loose reference points (e.g. read off a figure)
+
+
+class ExperimentConfig(_Strict):
+    experiment: SafeName
+    description: str = ""
+    seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    dataset: DatasetSpec
+    split: SplitSpec = SplitSpec()
+    missingness: list[MissingnessSpec] = Field(default_factory=lambda: [NoMissingness()], min_length=1)
+    imputers: list[ImputerSpec] = Field(min_length=1)
+    learners: list[LearnerSpec] = Field(min_length=1)
+    metrics: list[METRICS] = Field(
+        default_factory=lambda: ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"]
+    )
+    fairness_metric: Literal["fnr_difference", "fpr_difference", "equalized_odds_difference",
+                             "demographic_parity_difference", "accuracy_difference"] = "fnr_difference"
+    tracking: TrackingSpec = TrackingSpec()
+    execution: ExecutionSpec = ExecutionSpec()
+
+    @field_validator("imputers", "learners", "missingness")
+    @classmethod
+    def _unique_labels(cls, v):
+        labels = [getattr(x, "label", None) or getattr(x, "name", None) or getattr(x, "preset", None) for x in v]
+        dup = {x for x in labels if labels.count(x) > 1}
+        if dup:
+            raise ValueError(f"duplicate names {sorted(dup)}: give each entry a distinct 'name'")
+        return v
+
+    quick: dict[str, Any] | None = None  # overrides applied by `--quick` (e.g. fewer splits)
+    #: the paper's published numbers, shown beside ours by `fairmiss report` (not used by any run)
+    references: ReferenceSpec | None = None
+    #: counterfactual consistency metrics (paper 004): name -> feature columns to flip; one column is
+    #: a binary attribute (0 <-> 1), several are a one-hot block (every level tried)
+    consistency: dict[str, list[str]] = Field(default_factory=dict)
+    #: further protected attributes to report gaps for (columns of the processed data, e.g. ``sex`` where the
+    #: group is race): per cell ``<gap>_by_<column>`` for the TPR/FPR/selection-rate/accuracy differences,
+    #: equalized odds (paper 004's GAPMax) and ``gap_rms`` (GAPRMS). The dataset's group stays the one the
+    #: learners are made fair for; these only measure.
+    extra_groups: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _compatible(self):
+        labels = {imp.label for imp in self.imputers}
+        for ln in self.learners:
+            unknown = set(ln.imputers or []) - labels
+            if unknown:
+                raise ValueError(f"learner '{ln.label}' names unknown imputer(s) {sorted(unknown)}; imputers: {sorted(labels)}")
+        bad = [
+            f"imputer 'none' with learner '{ln.label}'"
+            for imp in self.imputers if imp.kind == "none"
+            for ln in self.learners if ln.kind not in NATIVE_MISSING and _pairs(ln, imp)
+        ]
+        if bad:
+            raise ValueError(
+                "learners that cannot take NaN need an imputer: " + "; ".join(bad)
+                + f" (learners with native missing support: {sorted(NATIVE_MISSING)})"
+            )
+        bad_mi = [
+            f"imputer '{imp.label}' with learner '{ln.label}'"
+            for imp in self.imputers if imp.kind == "multiple"
+            for ln in self.learners if ln.kind not in MI_LEARNERS and _pairs(ln, imp)
+        ]
+        if bad_mi:
+            raise ValueError(
+                "the multiple imputer wraps the learner and needs a plain classifier: " + "; ".join(bad_mi)
+                + f" (supported: {sorted(MI_LEARNERS)}; restrict with the learner's 'imputers' list)"
+            )
+        return self
+
+    @property
+    def config_hash(self) -> str:
+        """Hash of what determines results: execution, tracking and prose are left out, so changing
+        the number of workers or the tracking store does not change the hash."""
+        return stable_hash(self.model_dump(mode="json", by_alias=True,
+                                           exclude={"execution", "tracking", "description", "quick",
+                                                    "references"}))
+
+    def cells(self) -> list[Cell]:
+        out = []
+        for split_idx, miss, imp, ln in itertools.product(
+            range(self.split.n_splits), self.missingness, self.imputers, self.learners
+        ):
+            if _pairs(ln, imp):
+                out.append(Cell(split_idx, miss, imp, ln))
+        return out
+
+
+def _pairs(learner, imputer) -> bool:
+    return learner.imputers is None or imputer.label in learner.imputers
+
+
+def missingness_label(m) -> str:
+    return m.name or getattr(m, "preset", None) or m.kind
+
+
+@dataclass(frozen=True)
+class Cell:
+    split_index: int
+    missingness: Any
+    imputer: Any
+    learner: Any
+
+    @property
+    def key(self) -> str:
+        return f"split{self.split_index}/{missingness_label(self.missingness)}/{self.imputer.label}/{self.learner.label}"
+
+    @property
+    def method(self) -> str:
+        """The method a user compares: imputer + learner (aggregated over splits)."""
+        return f"{self.imputer.label}+{self.learner.label}"

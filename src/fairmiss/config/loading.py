@@ -1,0 +1,205 @@
+"""Reading and validating config files: the duplicate-key-refusing YAML loader (:func:`read_yaml`),
+validation-error formatting, :func:`parse_config` / :func:`load_config` (with ``--quick`` overrides)
+and :func:`load_study_config`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+import yaml
+from pydantic import ValidationError
+
+from fairmiss._errors import ConfigError
+from fairmiss.config.experiment import DatasetSpec, ExperimentConfig, missingness_label
+from fairmiss.config.studies import DecileStudyConfig, Sim001StudyConfig, HCPStudyConfig
+
+__all__ = ["check_columns", "check_dataset_spec", "load_config", "load_study_config", "parse_config", "read_yaml"]
+
+
+# --------------------------------------------------------------------------- reading YAML files
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a mapping that repeats a key is an error (PyYAML keeps the last one
+    silently: ``learners:`` twice would drop the first list)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # unhashable key: let PyYAML report it
+                    continue
+                if first is not None:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (first at line {first.line + 1})", key_node.start_mark)
+                seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        return f"{where}{what}"
+    return " ".join(str(exc).split())
+
+
+def read_yaml(path: str | Path, what: str = "config file"):
+    """Parse a YAML file with one :class:`ConfigError` (one line naming the file) for every way it can be
+    unusable: missing, a directory, unreadable, not UTF-8 (e.g. Latin-1 or UTF-16), not valid YAML, or a
+    mapping that repeats a key (line and key named)."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: {what} not found")
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, not a {what}")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in raw:
+        raise ConfigError(f"{path}: the {what} is not UTF-8 text (it looks like UTF-16); save it as UTF-8")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: the {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}, "
+                          "e.g. Latin-1); save it as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {_yaml_problem(exc)}") from None
+
+
+def load_study_config(path: str | Path, *, quick: bool = False):
+    """An experiment config, or a special study config when the file has a ``study:`` key."""
+    path = Path(path)
+    data = read_yaml(path)
+    if isinstance(data, dict) and "study" in data:
+        if quick and data.get("quick"):
+            data = _deep_merge(data, data["quick"])
+            data["experiment"] = f"{data['experiment']}-quick"
+        try:
+            if data.get("study") == "002_table1_hcp":
+                cfg = HCPStudyConfig.model_validate(data)
+            elif data.get("study") == "001_table":
+                cfg = Sim001StudyConfig.model_validate(data)
+            else:
+                cfg = DecileStudyConfig.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(_format_errors(path, exc)) from None
+        if getattr(cfg, "dataset", None) is not None:
+            check_dataset_spec(cfg.dataset, path)
+        return cfg
+    return load_config(path, quick=quick)
+
+
+def _format_errors(path: Path | str, exc: ValidationError) -> str:
+    """One line: ``FILE: invalid config: KEY: problem; KEY: problem`` (the CLI prints exactly one line)."""
+    items = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            items.append(f"unknown key '{loc}'")
+        else:
+            got = " ".join(repr(err.get("input")).split())
+            items.append(f"{loc or '<root>'}: {err['msg']} (got {got[:120]})")
+    return f"{path}: invalid config: " + "; ".join(items)
+
+
+def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    try:
+        cfg = ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(source, exc)) from None
+    from fairmiss.missingness.mechanisms import PRESETS
+
+    for i, m in enumerate(cfg.missingness):
+        if m.kind == "preset" and m.preset not in PRESETS:
+            raise ConfigError(f"{source}: missingness.{i}.preset: unknown preset '{m.preset}'; known: {sorted(PRESETS)}")
+    check_dataset_spec(cfg.dataset, source)
+    check_columns(cfg, source)
+    return cfg
+
+
+def check_dataset_spec(spec: DatasetSpec, source: str | Path = "<dict>") -> None:
+    """``dataset.name`` is a registered variant and ``dataset.options`` are its options with the types of
+    their defaults (:meth:`fairmiss.datasets.registry.DatasetVariant.option_problems`)."""
+    from fairmiss.datasets import dataset_names
+    from fairmiss.datasets import get_variant
+    if spec.name not in dataset_names():
+        raise ConfigError(f"{source}: dataset.name: unknown dataset '{spec.name}'; known: {', '.join(dataset_names())}")
+    problems = get_variant(spec.name).option_problems(spec.options)
+    if problems:
+        raise ConfigError(f"{source}: " + "; ".join(f"dataset.options.{k}: {msg}" for k, msg in problems))
+
+
+def check_columns(cfg: ExperimentConfig, source: str | Path = "<dict>") -> None:
+    """Every column a config names exists in the dataset variant's declared columns, before any data are
+    read: masked and driver columns of missingness specs (features only; never the group or the label),
+    ``extra_groups`` (columns of the processed table other than the group), the ``protected`` columns of
+    BuDRO / Project / Reweigh and the ``consistency`` columns (features)."""
+    from fairmiss.datasets import get_variant
+    from fairmiss.missingness.mechanisms import masked_columns
+
+    v = get_variant(cfg.dataset.name)
+    features = list(v.features) + ([v.group] if cfg.dataset.group_as_feature else [])
+    role = {v.group: "the dataset's group", v.label: "the dataset's label"}
+
+    def fail(key: str, msg: str):
+        raise ConfigError(f"{source}: {key}: {msg}")
+
+    def need_features(key: str, cols, what: str = "column"):
+        for c in cols:
+            if c not in features:
+                extra = f" ({role[c]})" if c in role else ""
+                fail(key, f"{what} '{c}' is not a feature of dataset {v.name}{extra}; features: {features}")
+
+    for i, m in enumerate(cfg.missingness):
+        key = f"missingness.{i} ('{missingness_label(m)}')"
+        cols = masked_columns(m)
+        for c in cols:
+            if c in role:
+                fail(key, f"it would mask '{c}', {role[c]}; the group and the label are never masked")
+        need_features(key, cols)
+        if m.kind == "mar":
+            need_features(key + ".drivers", m.drivers, "driver column")
+        if m.kind == "ampute":
+            for j, pat in enumerate(m.patterns):
+                need_features(f"{key}.patterns.{j}.weights", list(pat.weights or {}))
+    for i, col in enumerate(cfg.extra_groups):
+        if col == v.group:
+            fail(f"extra_groups.{i}", f"'{col}' is the dataset's group already")
+        if col not in v.columns:
+            fail(f"extra_groups.{i}", f"'{col}' is not a column of dataset {v.name}; columns: {v.columns}")
+    for i, ln in enumerate(cfg.learners):
+        if getattr(ln, "protected", None):
+            need_features(f"learners.{i}.{ln.kind}.protected", ln.protected, "protected column")
+    for name, cols in cfg.consistency.items():
+        need_features(f"consistency.{name}", cols)
+
+
+def _deep_merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_config(path: str | Path, *, quick: bool = False) -> ExperimentConfig:
+    """Load and validate a config; ``quick=True`` applies its ``quick:`` overrides (a small version)."""
+    path = Path(path)
+    data = read_yaml(path)
+    if quick and isinstance(data, dict):
+        over = data.get("quick") or {}
+        if not isinstance(over, dict):
+            raise ConfigError(f"{path}: quick: must be a mapping of overrides")
+        data = _deep_merge(data, over)
+        data["experiment"] = f"{data.get('experiment', 'x')}-quick"
+    return parse_config(data, path)

@@ -1,0 +1,88 @@
+"""The adapter every learner is called through (:class:`Learner`), the base of every learner spec
+(:class:`_LearnerBase`) and the registry of learner kinds (:data:`LEARNER_KINDS`): each kind's spec
+and factory live beside its estimator and register there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.model_selection import train_test_split
+
+from fairmiss._registry import Registry
+from fairmiss._spec import SafeLabel, _Strict
+
+__all__ = ['Learner', 'LEARNER_KINDS']
+
+
+@dataclass
+class Learner:
+    """An unfitted estimator plus how to call it."""
+
+    estimator: object
+    needs_sensitive_fit: bool = False
+    needs_sensitive_predict: bool = False
+    carve_validation: float | None = None  # fit the post-processor on a split carved from train
+    randomized_predict: bool = False  # predict samples (fairlearn EG): pass the cell's seed
+    seed: int = 0
+    info: dict = field(default_factory=dict)
+
+    def fit(self, X, y, sensitive_features):
+        est = self.estimator
+        if self.carve_validation:
+            # Hardt et al.: base model on train-minus-validation, thresholds on validation.
+            tr, va = train_test_split(
+                np.arange(len(y)), test_size=self.carve_validation, random_state=self.seed,
+                stratify=np.asarray(sensitive_features).astype(str) + "|" + np.asarray(y).astype(str),
+            )
+            base = clone(est.estimator).fit(X[tr], y[tr])
+            est.set_params(estimator=base, prefit=True)
+            est.fit(X[va], y[va], sensitive_features=np.asarray(sensitive_features)[va])
+        elif self.needs_sensitive_fit:
+            est.fit(X, y, sensitive_features=sensitive_features)
+        else:
+            est.fit(X, y)
+        return self
+
+    def predict(self, X, sensitive_features):
+        if self.needs_sensitive_predict:
+            kw = {"random_state": self.seed} if self.carve_validation else {}  # randomized post-processor
+            return np.asarray(self.estimator.predict(X, sensitive_features=sensitive_features, **kw))
+        if self.randomized_predict:
+            return np.asarray(self.estimator.predict(X, random_state=self.seed))
+        return np.asarray(self.estimator.predict(X))
+
+    def score(self, X, sensitive_features):
+        """Scores for AUC: P(y = 1) where the estimator offers it, else the hard prediction."""
+        est = self.estimator
+        if not self.needs_sensitive_predict and hasattr(est, "_pmf_predict"):  # fairlearn EG: P(y=1), not a draw
+            return np.asarray(est._pmf_predict(X))[:, 1]
+        if not self.needs_sensitive_predict and hasattr(est, "predict_proba"):
+            try:
+                return np.asarray(est.predict_proba(X))[:, 1]
+            except (AttributeError, NotImplementedError):
+                pass
+        if self.needs_sensitive_predict and hasattr(est, "_pmf_predict"):
+            return np.asarray(est._pmf_predict(X, sensitive_features=sensitive_features))[:, 1]
+        if self.needs_sensitive_predict and hasattr(est, "predict_proba"):
+            return np.asarray(est.predict_proba(X, sensitive_features=sensitive_features))[:, 1]
+        return self.predict(X, sensitive_features).astype(float)
+
+
+class _LearnerBase(_Strict):
+    name: SafeLabel | None = None
+    #: restrict this learner to the named imputers (labels); None pairs it with every imputer
+    imputers: list[str] | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+#: ``kind`` -> spec, factory ``(spec, seed, threads[, feature_names]) -> Learner`` and flags:
+#: ``accepts_nan`` (NaN in X: the "none" imputer path), ``mi`` (wrappable by the multiple imputer),
+#: ``needs_groups`` (``sensitive_features`` at fit), ``needs_feature_names`` (protected columns by name),
+#: ``family`` (``baseline``, ``fairlearn`` or the paper method).
+LEARNER_KINDS = Registry("learner")

@@ -1,0 +1,112 @@
+"""Missingness specs (the ``missingness`` entries of a params file) and their discriminated union
+:data:`MissingnessSpec`; re-exported by :mod:`fairmiss.config`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from pydantic import Field, model_validator
+
+from fairmiss._spec import Rate, SafeLabel, _Strict
+
+__all__ = ["Ampute", "AmputePattern", "MAR", "MCAR", "MCARGroup", "MissingnessSpec", "MNARCensor", "NoMissingness", "Preset"]
+
+
+# --------------------------------------------------------------------------- missingness
+class NoMissingness(_Strict):
+    kind: Literal["none"] = "none"
+    name: SafeLabel = "none"
+
+
+class MCARGroup(_Strict):
+    """Per-group MCAR: P(M_j = 1 | S = s) = rates[j][s] (spec 000 §1.2, Table 3)."""
+
+    kind: Literal["mcar_group"] = "mcar_group"
+    name: SafeLabel
+    rates: dict[str, dict[int, Rate]]
+    mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
+
+
+class MCAR(_Strict):
+    kind: Literal["mcar"] = "mcar"
+    name: SafeLabel
+    rates: dict[str, Rate]
+
+
+class MAR(_Strict):
+    """Missingness of each target column driven by observed driver columns.
+
+    ``link: logistic`` — P(M = 1) = σ(a + strength · mean standardised driver); ``link: rank`` —
+    P(M = 1) = min(1, c · rank of the driver score / n) (only the order matters; ``strength`` < 0
+    reverses the direction, 0 gives MCAR). In both, the expected rate is ``rate``."""
+
+    kind: Literal["mar"] = "mar"
+    name: SafeLabel
+    columns: list[str] = Field(min_length=1)
+    drivers: list[str] = Field(min_length=1)
+    rate: Rate
+    strength: float = 1.0
+    link: Literal["logistic", "rank"] = "logistic"
+
+    @model_validator(mode="after")
+    def _drivers_observed(self):
+        overlap = set(self.columns) & set(self.drivers)
+        if overlap:
+            raise ValueError(f"MAR drivers must stay observed; {sorted(overlap)} are also masked columns")
+        return self
+
+
+class AmputePattern(_Strict):
+    """One missingness pattern of :class:`Ampute`: the columns it removes and its relative frequency."""
+
+    columns: list[str] = Field(min_length=1)
+    freq: Rate
+    #: weights of the weighted sum score (default 1 for every score column)
+    weights: dict[str, float] | None = None
+
+
+class Ampute(_Strict):
+    """Multivariate amputation in the spirit of ``mice::ampute``: ``prop`` of the rows become
+    incomplete, pattern k accounts for ``freq_k`` of them, and the mechanism within a pattern is
+    MCAR, MAR (score of the columns the pattern keeps) or MNAR (score of the columns it removes),
+    shaped by ``type`` (right, left, mid, tail)."""
+
+    kind: Literal["ampute"] = "ampute"
+    name: SafeLabel
+    prop: Rate
+    patterns: list[AmputePattern] = Field(min_length=1)
+    mechanism: Literal["MCAR", "MAR", "MNAR"] = "MCAR"
+    type: Literal["right", "left", "mid", "tail"] = "right"
+    strength: float = 1.0
+
+    @model_validator(mode="after")
+    def _patterns_consistent(self):
+        total = sum(p.freq for p in self.patterns)
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"pattern frequencies must sum to 1, got {total:g}")
+        sets = [frozenset(p.columns) for p in self.patterns]
+        if len(set(sets)) != len(sets):
+            raise ValueError("patterns must remove distinct column sets")
+        return self
+
+
+class MNARCensor(_Strict):
+    """Self-masking: values above the per-column (1 - rate) quantile are removed (001 §5)."""
+
+    kind: Literal["mnar_censor"] = "mnar_censor"
+    name: SafeLabel
+    columns: list[str]
+    rate: Rate
+
+
+class Preset(_Strict):
+    """A named missingness setting from a paper, e.g. ``000_table3_compas``."""
+
+    kind: Literal["preset"] = "preset"
+    preset: str
+    name: SafeLabel | None = None
+    mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
+
+
+MissingnessSpec = Annotated[NoMissingness | MCARGroup | MCAR | MAR | MNARCensor | Ampute | Preset,
+                            Field(discriminator="kind")]

@@ -1,0 +1,110 @@
+"""Every registered learner and imputer kind builds from its default spec, fits on a tiny synthetic
+table, predicts / transforms, and survives a pickle round trip with identical outputs (issue K)."""
+from __future__ import annotations
+
+import functools
+import operator
+import pickle
+import typing
+
+import numpy as np
+import pytest
+from pydantic import TypeAdapter
+
+from fairmiss.impute.build import IMPUTER_KINDS, make_imputer, wrap_multiple
+from fairmiss.learners.adapter import LEARNER_KINDS
+from fairmiss.learners.build import LEARNERS, make_learner
+
+#: fields without a default, per kind (everything else is the spec's default)
+REQUIRED = {"budro": {"protected": ["x0"]}, "budro_project": {"protected": ["x0"]}, "reweigh": {"protected": ["x0"]}}
+#: small enough to fit in a second, still the kind's own code path
+SMALL = {
+    "fair_mip_forest": {"n_trees": 1, "max_depth": 1, "batch_size": 40, "solver": "search"},
+    "random_forest": {"n_estimators": 5}, "xgboost": {"n_estimators": 5},
+    "equality_constrained": {"n_estimators": 5}, "orthogonal": {"n_components": 2},
+    "budro": {"n_estimators": 3}, "budro_project": {"n_estimators": 3}, "reweigh": {"n_estimators": 3},
+    "exponentiated_gradient": {"max_iter": 5},
+}
+
+
+@pytest.fixture(scope="module")
+def table():
+    rng = np.random.default_rng(0)
+    n = 80
+    s = np.repeat([0, 1], n // 2)
+    X = rng.normal(size=(n, 4))
+    X[:, 0] = s  # a protected column for the 004 kinds
+    y = ((X[:, 1] + 0.5 * s + rng.normal(scale=0.5, size=n)) > 0.25).astype(int)
+    return X, y, s
+
+
+def test_registered_kinds_are_the_known_kinds():
+    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 15
+    assert set(IMPUTER_KINDS.kinds()) == {"mean", "median", "most_frequent", "constant", "knn", "iterative",
+                                          "none", "multiple"}
+
+
+def test_unions_list_the_registered_specs_in_the_fixed_order():
+    from fairmiss.config import ImputerSpec, LearnerSpec
+    from fairmiss.impute.specs import IMPUTER_SPEC_ORDER
+    from fairmiss.learners.specs import LEARNER_SPEC_ORDER
+
+    assert typing.get_args(LearnerSpec)[0] == functools.reduce(operator.or_, LEARNER_SPEC_ORDER)
+    assert typing.get_args(ImputerSpec)[0] == functools.reduce(operator.or_, IMPUTER_SPEC_ORDER)
+    assert [c.__name__ for c in LEARNER_SPEC_ORDER][:3] == ["DecisionTreeSpec", "LogisticRegressionSpec",
+                                                            "RandomForestSpec"]
+
+
+def test_kind_flags_are_unchanged():
+    from fairmiss.config import MI_LEARNERS, NATIVE_MISSING
+
+    assert NATIVE_MISSING == {"decision_tree", "random_forest", "xgboost", "hist_gradient_boosting", "fair_mip_forest"}
+    assert MI_LEARNERS == {"decision_tree", "logistic_regression", "random_forest", "xgboost",
+                           "hist_gradient_boosting"}
+
+
+def _spec(registry, kind, extra=None):
+    from fairmiss.config import ImputerSpec, LearnerSpec
+
+    union = LearnerSpec if registry is LEARNER_KINDS else ImputerSpec
+    spec = TypeAdapter(union).validate_python({"kind": kind, **REQUIRED.get(kind, {}), **(extra or {})})
+    assert type(spec) is registry[kind].spec
+    return spec
+
+
+@pytest.mark.parametrize("kind", LEARNER_KINDS.kinds())
+def test_learner_kind_builds_fits_predicts_and_pickles(kind, table):
+    X, y, s = table
+    default = _spec(LEARNER_KINDS, kind)  # the default spec validates
+    assert default.kind == kind
+    spec = _spec(LEARNER_KINDS, kind, SMALL.get(kind))
+    learner = make_learner(spec, seed=0, threads=1, feature_names=[f"x{i}" for i in range(X.shape[1])])
+    learner.fit(X, y, s)
+    pred = learner.predict(X, s)
+    assert pred.shape == (len(y),) and set(np.unique(pred)) <= {0, 1}
+    score = learner.score(X, s)
+    again = pickle.loads(pickle.dumps(learner))
+    np.testing.assert_array_equal(again.predict(X, s), pred)
+    np.testing.assert_array_equal(again.score(X, s), score)
+
+
+@pytest.mark.parametrize("kind", IMPUTER_KINDS.kinds())
+def test_imputer_kind_builds_transforms_and_pickles(kind, table):
+    X, y, _ = table
+    Xm = X.copy()
+    Xm[::7, 2] = np.nan
+    Xm[::5, 3] = np.nan
+    spec = _spec(IMPUTER_KINDS, kind)
+    imp = make_imputer(spec, seed=0)
+    if IMPUTER_KINDS[kind].flags.get("passes_nan"):
+        assert imp is None
+        if IMPUTER_KINDS[kind].flags.get("wraps_learner"):
+            from sklearn.tree import DecisionTreeClassifier
+
+            clf = wrap_multiple(spec, DecisionTreeClassifier(max_depth=2, random_state=0), seed=0).fit(Xm, y)
+            proba = clf.predict_proba(Xm)
+            np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(Xm), proba)
+        return
+    Z = imp.fit_transform(Xm)
+    assert not np.isnan(Z).any() and Z.shape[0] == len(y)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(imp)).transform(Xm), imp.transform(Xm))
