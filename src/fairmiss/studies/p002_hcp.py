@@ -166,6 +166,12 @@ class ProjectedHead(ClassifierMixin, BaseEstimator):
 
     Test rows are mapped inductively (spec 002 §1.10 b): their group is used to remove its component."""
 
+    # Not de-duplicated against fairmiss.learners.orthogonal.spec._ProjectThenFit (issue K): given the same
+    # projector and head both give bit-identical predict_proba (checked on synthetic data for OG scores, SOG
+    # scores and OG reconstruction + lasso), but this one fits clones (the template stays unfitted, sklearn
+    # style) and sets classes_, while _ProjectThenFit fits in place and is pickled in logged models under its
+    # own name, so neither can simply replace the other.
+
     def __init__(self, projector=None, head=None):
         self.projector = projector
         self.head = head
@@ -198,6 +204,9 @@ def _forest(n_estimators: int, seed: int):
 def make_projector(kind: str, *, n_components: int, seed: int, output: str = "scores", og_variant: str = "paper",
                    sog_t: float | None = None, sog_tol: float = 1e-5, sog_max_iter: int = 100):
     """OG (``kind="og"``, variant ``og_variant``) or SOG (``kind="sog"``) transformer."""
+    # Not the learner kind's construction (fairmiss.learners.orthogonal.spec._orthogonal): this one turns
+    # diagnostics off and gives SOG the study's tol/max_iter (default 1e-5 / 100 vs the estimator's 1e-7 / 500),
+    # so SOG results differ numerically; both stay (issue K).
     from fairmiss.learners.orthogonal.projection import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
 
     if kind == "sog":
