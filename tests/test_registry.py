@@ -55,6 +55,22 @@ def test_unions_list_the_registered_specs_in_the_fixed_order():
                                                             "RandomForestSpec"]
 
 
+def test_missingness_kinds_registered_in_the_union_order(table):
+    import pandas as pd
+
+    from fairmiss.config import MissingnessSpec
+    from fairmiss.missingness.specs import MISSINGNESS_KINDS, MISSINGNESS_SPEC_ORDER
+
+    assert typing.get_args(MissingnessSpec)[0] == functools.reduce(operator.or_, MISSINGNESS_SPEC_ORDER)
+    assert MISSINGNESS_KINDS.kinds() == ["none", "mcar_group", "mcar", "mar", "mnar_censor", "ampute", "preset"]
+    X, _, s = table
+    df = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    spec = TypeAdapter(MissingnessSpec).validate_python({"kind": "mcar", "name": "m", "rates": {"x2": 0.3}})
+    masked, mask = MISSINGNESS_KINDS["mcar"].build(df, spec, group=s, rng=np.random.default_rng(0))
+    assert mask["x2"].any() and not mask.drop(columns="x2").any().any()
+    assert masked["x2"].isna().sum() == mask["x2"].sum()
+
+
 def test_kind_flags_are_unchanged():
     from fairmiss.config import MI_LEARNERS, NATIVE_MISSING
 

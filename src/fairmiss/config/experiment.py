@@ -15,7 +15,8 @@ from fairmiss.missingness.specs import NoMissingness, MissingnessSpec
 from fairmiss.impute.specs import ImputerSpec
 from fairmiss.learners.specs import LearnerSpec, NATIVE_MISSING, MI_LEARNERS
 
-__all__ = ["Cell", "DatasetSpec", "ExecutionSpec", "ExperimentConfig", "METRICS", "missingness_label", "ReferenceSpec", "SplitSpec", "TrackingSpec"]
+__all__ = ["Cell", "DatasetSpec", "ExecutionSpec", "ExperimentConfig", "METRICS", "missingness_label", "ReferenceSpec",
+           "SplitSpec", "TrackingSpec"]
 
 
 # --------------------------------------------------------------------------- dataset / split

@@ -16,7 +16,8 @@ from sklearn.tree import DecisionTreeClassifier
 
 from fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase
 
-__all__ = ['DecisionTreeSpec', 'LogisticRegressionSpec', 'GroupCovariateSpec', 'RandomForestSpec', 'XGBoostSpec', 'HistGBSpec']
+__all__ = ['DecisionTreeSpec', 'LogisticRegressionSpec', 'GroupCovariateSpec', 'RandomForestSpec', 'XGBoostSpec',
+           'HistGBSpec']
 
 
 class DecisionTreeSpec(_LearnerBase):

@@ -1,15 +1,25 @@
 """Missingness specs (the ``missingness`` entries of a params file) and their discriminated union
 :data:`MissingnessSpec`; re-exported by :mod:`fairmiss.config`.
+
+Every kind is registered in :data:`MISSINGNESS_KINDS` with :func:`fairmiss.missingness.mechanisms.inject`
+as its build function (one dispatcher applies every kind; ``preset`` resolves to ``mcar_group``); the
+union lists the specs in the fixed order below.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Annotated, Literal
+
 from pydantic import Field, model_validator
 
+from fairmiss._registry import Registry
 from fairmiss._spec import Rate, SafeLabel, _Strict
+from fairmiss.missingness.mechanisms import inject
 
-__all__ = ["Ampute", "AmputePattern", "MAR", "MCAR", "MCARGroup", "MissingnessSpec", "MNARCensor", "NoMissingness", "Preset"]
+__all__ = ["Ampute", "AmputePattern", "MAR", "MCAR", "MCARGroup", "MissingnessSpec", "MISSINGNESS_KINDS", "MNARCensor", "NoMissingness",
+           "Preset"]
 
 
 # --------------------------------------------------------------------------- missingness
@@ -108,5 +118,17 @@ class Preset(_Strict):
     mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
 
 
-MissingnessSpec = Annotated[NoMissingness | MCARGroup | MCAR | MAR | MNARCensor | Ampute | Preset,
-                            Field(discriminator="kind")]
+#: ``kind`` -> spec, build function (``inject``) and flags (``by_group``: rates per group).
+MISSINGNESS_KINDS = Registry("missingness")
+MISSINGNESS_KINDS.register("none", NoMissingness, inject)
+MISSINGNESS_KINDS.register("mcar_group", MCARGroup, inject, by_group=True)
+MISSINGNESS_KINDS.register("mcar", MCAR, inject)
+MISSINGNESS_KINDS.register("mar", MAR, inject)
+MISSINGNESS_KINDS.register("mnar_censor", MNARCensor, inject)
+MISSINGNESS_KINDS.register("ampute", Ampute, inject)
+MISSINGNESS_KINDS.register("preset", Preset, inject, by_group=True)
+
+#: The union's order (unchanged since before the registry).
+MISSINGNESS_SPEC_ORDER = MISSINGNESS_KINDS.specs([NoMissingness, MCARGroup, MCAR, MAR, MNARCensor, Ampute, Preset])
+
+MissingnessSpec = Annotated[functools.reduce(operator.or_, MISSINGNESS_SPEC_ORDER), Field(discriminator="kind")]

@@ -18,14 +18,28 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fairmiss.learners.fair_mip_forest.tree import FAIRNESS_OPTIONS, BatchData, FormulationOptions, MIATree, build_model, canonicalize, extract_tree, model_max_violation, prepare_batch, set_start_from_tree, tree_objective
+from fairmiss.learners.fair_mip_forest.tree import (
+    FAIRNESS_OPTIONS,
+    BatchData,
+    FormulationOptions,
+    MIATree,
+    build_model,
+    canonicalize,
+    extract_tree,
+    model_max_violation,
+    prepare_batch,
+    set_start_from_tree,
+    tree_objective,
+)
 from fairmiss.learners.fair_mip_forest.dp import dp_tree
 from fairmiss.learners.fair_mip_forest.search import search_tree
 from fairmiss.solver import solve
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ERR_BATCH", "ERR_DEPTH", "ERR_GROUPS", "ERR_LAMBDA", "ERR_SINGLE_CLASS", "MIPFallbackWarning", "MIPTimeLimitWarning", "SEARCH_MAX_THRESHOLDS", "SEARCH_RESTARTS", "SOLVERS", "START_FEASIBILITY_TOL", "WARM_STARTS"]
+__all__ = ["ERR_BATCH", "ERR_DEPTH", "ERR_GROUPS", "ERR_LAMBDA", "ERR_SINGLE_CLASS", "MIPFallbackWarning",
+           "MIPTimeLimitWarning", "SEARCH_MAX_THRESHOLDS", "SEARCH_RESTARTS", "SOLVERS", "START_FEASIBILITY_TOL",
+           "WARM_STARTS"]
 ERR_LAMBDA = "lambda_ must be a real number >= 0, got {!r}"
 ERR_DEPTH = "max_depth must be an integer >= 1, got {!r}"
 ERR_SINGLE_CLASS = "y must contain exactly two classes, got {}"

@@ -11,7 +11,8 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["BatchData", "canonicalize", "ERR_ZERO_DENOMINATOR", "Fairness", "fairness_denominators", "FAIRNESS_OPTIONS", "MIATree", "prepare_batch", "tree_objective", "TreeIndex"]
+__all__ = ["BatchData", "canonicalize", "ERR_ZERO_DENOMINATOR", "Fairness", "fairness_denominators",
+           "FAIRNESS_OPTIONS", "MIATree", "prepare_batch", "tree_objective", "TreeIndex"]
 Fairness = Literal["none", "accuracy", "fpr", "fnr", "equalized_odds"]
 FAIRNESS_OPTIONS = ("none", "accuracy", "fpr", "fnr", "equalized_odds")
 

@@ -10,7 +10,8 @@ import numpy as np
 from scipy.sparse.linalg import svds
 from sklearn.utils.extmath import svd_flip
 
-__all__ = ["l1_unit_vector", "max_abs_covariance", "MSG_CONSTANT_GROUP", "MSG_MISSING_GROUP", "MSG_NAN", "MSG_RANK", "MSG_TRANSDUCTIVE"]
+__all__ = ["l1_unit_vector", "max_abs_covariance", "MSG_CONSTANT_GROUP", "MSG_MISSING_GROUP", "MSG_NAN", "MSG_RANK",
+           "MSG_TRANSDUCTIVE"]
 MSG_NAN = (
     "OG needs complete data: impute first (fairmiss imputers: mean, knn, iterative). "
     "X contains NaN or infinite values."
