@@ -40,112 +40,26 @@ import warnings
 import numpy as np
 import pandas as pd
 from fairlearn.metrics import MetricFrame
-from sklearn.metrics import accuracy_score, balanced_accuracy_score, confusion_matrix, roc_auc_score
+
+from fairmiss.metrics.gaps import between_groups, gap_max, gap_rms, group_gaps
+from fairmiss.metrics.independence import (MannWhitneyResult, independence_stats, mann_whitney,
+                                           mann_whitney_groups)
+from fairmiss.metrics.rates import (PRED_METRICS, auc, balanced_accuracy, binary, confusion_counts, error,
+                                    fn_share, fnr, fp_share, fpr, from_counts, group_counts, rate,
+                                    selection_rate, tnr, tpr)
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate", "evaluate_reference", "group_confusion_matrices", "FAIRNESS_METRICS"]
+__all__ = ["evaluate", "evaluate_reference", "group_confusion_matrices", "FAIRNESS_METRICS",
+           "group_counts", "confusion_counts", "from_counts", "between_groups", "group_gaps", "gap_rms", "gap_max",
+           "MannWhitneyResult", "mann_whitney", "mann_whitney_groups", "independence_stats"]
 
-
-def _cm(y, p):
-    return confusion_matrix(y, p, labels=[0, 1]).ravel()  # tn, fp, fn, tp
-
-
-def _rate(num, den):
-    return num / den if den else float("nan")
-
-
-def fpr(y, p):
-    tn, fp, fn, tp = _cm(y, p)
-    return _rate(fp, fp + tn)
-
-
-def fnr(y, p):
-    tn, fp, fn, tp = _cm(y, p)
-    return _rate(fn, fn + tp)
-
-
-def tpr(y, p):
-    tn, fp, fn, tp = _cm(y, p)
-    return _rate(tp, fn + tp)
-
-
-def tnr(y, p):
-    tn, fp, fn, tp = _cm(y, p)
-    return _rate(tn, fp + tn)
-
-
-def fn_share(y, p):
-    tn, fp, fn, tp = _cm(y, p)
-    return _rate(fn, len(y))
-
-
-def fp_share(y, p):
-    tn, fp, fn, tp = _cm(y, p)
-    return _rate(fp, len(y))
-
-
-def selection_rate(y, p):
-    return float(np.mean(p)) if len(p) else float("nan")
-
-
-def error(y, p):
-    return 1.0 - accuracy_score(y, p) if len(y) else float("nan")
-
-
-def balanced_accuracy(y, p):
-    if len(np.unique(y)) < 2:
-        return float("nan")
-    return balanced_accuracy_score(y, p)
-
-
-def auc(y, s):
-    if len(np.unique(y)) < 2:
-        return float("nan")
-    return roc_auc_score(y, s)
-
-
-_PRED_METRICS = {
-    "accuracy": accuracy_score, "balanced_accuracy": balanced_accuracy, "error": error,
-    "fpr": fpr, "fnr": fnr, "tpr": tpr, "tnr": tnr, "selection_rate": selection_rate,
-    "fn_share": fn_share, "fp_share": fp_share,
-}
+# the pre-split private names, kept importable
+_rate, _binary, _from_counts, _gap, _PRED_METRICS = rate, binary, from_counts, between_groups, PRED_METRICS
+_ = (auc, balanced_accuracy, error, fn_share, fnr, fp_share, fpr, selection_rate, tnr, tpr)  # re-exported
 
 FAIRNESS_METRICS = ("fnr_difference", "fpr_difference", "equalized_odds_difference",
                     "demographic_parity_difference", "accuracy_difference")
-
-
-def _binary(a, what: str) -> np.ndarray:
-    a = np.asarray(a).astype(int)
-    if a.size and (a.min() < 0 or a.max() > 1):
-        raise ValueError(f"{what} must be 0/1, got values {sorted(set(np.unique(a).tolist()) - {0, 1})[:5]}")
-    return a
-
-
-def _from_counts(tn, fp, fn, tp, name: str) -> float:
-    """One prediction metric from a 2×2 confusion count, as the functions above compute it."""
-    n = tn + fp + fn + tp
-    if name == "accuracy":
-        return _rate(tp + tn, n)
-    if name == "error":
-        return 1.0 - (tp + tn) / n if n else float("nan")
-    if name == "balanced_accuracy":  # scikit-learn: mean recall of the two classes present
-        if not (tn + fp) or not (fn + tp):
-            return float("nan")
-        return float(np.mean([tn / (tn + fp), tp / (fn + tp)]))
-    num, den = {"fpr": (fp, fp + tn), "fnr": (fn, fn + tp), "tpr": (tp, fn + tp), "tnr": (tn, fp + tn),
-                "selection_rate": (tp + fp, n), "fn_share": (fn, n), "fp_share": (fp, n)}[name]
-    return _rate(num, den)
-
-
-def _gap(values) -> tuple[float, float]:
-    """(max − min, min / max) over the groups' values; NaN if any value is NaN or if there are fewer
-    than two groups (no gap between groups is defined then — never 0)."""
-    by = np.asarray(values, dtype=float)
-    if by.size < 2 or np.isnan(by).any():
-        return float("nan"), float("nan")
-    mn, mx = float(by.min()), float(by.max())
-    return mx - mn, (mn / mx if mx else float("nan"))
 
 
 def _auc_ranks(y, score) -> float:
@@ -176,9 +90,7 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
     unknown = needed - set(_PRED_METRICS)
     if unknown:
         raise KeyError(f"unknown metric(s) {sorted(unknown)}; known: {sorted(_PRED_METRICS)} and auc")
-    groups, gidx = np.unique(group, return_inverse=True)
-    cell = 4 * gidx.ravel() + 2 * y_true + y_pred
-    counts = np.bincount(cell, minlength=4 * len(groups)).reshape(len(groups), 4)  # tn, fp, fn, tp
+    groups, gidx, counts = group_counts(y_true, y_pred, group)  # counts per group: tn, fp, fn, tp
     total = counts.sum(axis=0)
     out: dict[str, float] = {}
     for name in sorted(needed):
@@ -193,7 +105,7 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
         out["auc"] = _auc_ranks(y_true, y_score)
         by = []
         for k, g in enumerate(groups):
-            m = gidx.ravel() == k
+            m = gidx == k
             out[f"auc_group_{g}"] = v = _auc_ranks(y_true[m], y_score[m])
             by.append(v)
         out["auc_difference"] = _gap(by)[0]
@@ -273,8 +185,6 @@ def _derived(out: dict[str, float]) -> dict[str, float]:
 
 def group_confusion_matrices(y_true, y_pred, group) -> dict[str, list[list[int]]]:
     """Per-group 2×2 confusion matrices (rows: true 0/1, columns: predicted 0/1)."""
-    y_true = _binary(y_true, "y_true")
-    y_pred = _binary(y_pred, "y_pred")
-    groups, gidx = np.unique(np.asarray(group), return_inverse=True)
-    counts = np.bincount(4 * gidx.ravel() + 2 * y_true + y_pred, minlength=4 * len(groups)).reshape(-1, 2, 2)
+    groups, _, counts = group_counts(y_true, y_pred, group)
+    counts = counts.reshape(-1, 2, 2)
     return {str(g): counts[k].tolist() for k, g in enumerate(groups)}

@@ -7,24 +7,22 @@
   return the kept *and* the dropped points.
 * :func:`aggregate_splits`: mean and standard error over splits per method / hyperparameter
   (the error bars of 000 Figure 2).
-* :func:`mann_whitney_groups`: Mann–Whitney U test of the prediction distributions across
-  groups (002 §2.2).
-* :func:`gap_rms` / :func:`gap_max`: 004 §2.3 (De-Arteaga et al. 2019) gaps of the per-class
-  recall ``P(Ŷ=y | Y=y, g)`` between groups, built on fairlearn's ``MetricFrame``.
+* :func:`mann_whitney_groups`, :func:`group_gaps`, :func:`gap_rms`, :func:`gap_max`: re-exported from
+  :mod:`fairmiss.metrics` (their home since issue K: :mod:`fairmiss.metrics.independence` and
+  :mod:`fairmiss.metrics.gaps`).
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import warnings
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from fairlearn.metrics import MetricFrame
-from scipy.stats import mannwhitneyu
+
+from fairmiss.metrics.gaps import gap_max, gap_rms, group_gaps
+from fairmiss.metrics.independence import MannWhitneyResult, mann_whitney_groups
 
 logger = logging.getLogger(__name__)
 
@@ -213,143 +211,3 @@ def aggregate_splits(results: pd.DataFrame, *, by: str | list[str] = ("method", 
         out[f"{m}_se"] = std[m] / np.sqrt(n[m])
     out["n_splits"] = n[metrics[0]]
     return out.reset_index()
-
-
-@dataclass(frozen=True)
-class MannWhitneyResult:
-    """Two-sample Mann–Whitney U test of predictions between two groups."""
-
-    group_a: object
-    group_b: object
-    statistic: float
-    pvalue: float
-    n_a: int
-    n_b: int
-
-
-def _groups_1d(values, sensitive_features):
-    v = np.asarray(values, dtype=float).ravel()
-    s = np.asarray(sensitive_features)
-    if s.ndim != 1:
-        s = s.ravel()
-    if len(s) != len(v):
-        raise ValueError(f"sensitive_features has {len(s)} entries but predictions have {len(v)}.")
-    levels = pd.unique(s)
-    if len(levels) < 2:
-        raise ValueError(f"need at least two groups in sensitive_features; got {list(levels)}.")
-    return v, s, sorted(levels, key=str)
-
-
-def mann_whitney_groups(y_pred, *, sensitive_features, alternative: str = "two-sided",
-                        method: str = "auto") -> list[MannWhitneyResult]:
-    """Mann–Whitney U tests of the prediction distribution between every pair of groups.
-
-    Parameters
-    ----------
-    y_pred : array-like of shape (n,)
-        Predictions or scores.
-    sensitive_features : array-like of shape (n,)
-        Group of each row; at least two groups.
-    alternative, method : str
-        Passed to :func:`scipy.stats.mannwhitneyu`.
-
-    Returns
-    -------
-    list of MannWhitneyResult
-        One per pair of groups (one for two groups), groups in sorted order. With many pairs,
-        correct the p-values for multiplicity yourself.
-    """
-    v, s, levels = _groups_1d(y_pred, sensitive_features)
-    out = []
-    for ga, gb in itertools.combinations(levels, 2):
-        xa, xb = v[s == ga], v[s == gb]
-        r = mannwhitneyu(xa, xb, alternative=alternative, method=method)
-        out.append(MannWhitneyResult(ga, gb, float(r.statistic), float(r.pvalue), len(xa), len(xb)))
-    return out
-
-
-def _recall_of(label):
-    def f(y_true, y_pred):
-        m = np.asarray(y_true) == label
-        return float(np.mean(np.asarray(y_pred)[m] == label)) if m.any() else float("nan")
-
-    f.__name__ = f"recall_{label}"
-    return f
-
-
-def group_gaps(y_true, y_pred, *, sensitive_features) -> dict:
-    """Per-class gaps ``Gap_y`` = max − min over groups of ``P(Ŷ=y | Y=y, g)`` (004 §2.3).
-
-    For two groups this is ``|Gap_y|`` of De-Arteaga et al. (``Gap_1`` = TPR difference,
-    ``Gap_0`` = TNR difference); with more groups the largest between-group difference.
-    A class absent from a group gives NaN (logged), never 0.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-        Labels and predicted labels.
-    sensitive_features : array-like of shape (n,)
-        Group of each row; at least two groups.
-
-    Returns
-    -------
-    dict
-        ``{label: gap}`` for every label in ``y_true``.
-    """
-    yt = np.asarray(y_true).ravel()
-    yp = np.asarray(y_pred).ravel()
-    if len(yt) != len(yp):
-        raise ValueError(f"y_true has {len(yt)} entries but y_pred has {len(yp)}.")
-    _, s, _ = _groups_1d(np.zeros(len(yt)), sensitive_features)
-    labels = np.unique(yt)
-    if set(labels.tolist()) <= {0, 1}:  # binary: both classes' gaps always (a class absent overall -> NaN)
-        labels = np.array([0, 1])
-    fns = {str(y): _recall_of(y) for y in labels}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mf = MetricFrame(metrics=fns, y_true=yt, y_pred=yp, sensitive_features=pd.Series(s, name="group"))
-        diff = mf.difference(method="between_groups")
-    by_group = mf.by_group
-    # MetricFrame.difference skips NaN groups; an undefined group rate makes the gap undefined.
-    gaps = {y: float("nan") if by_group[str(y)].isna().any() else float(diff[str(y)]) for y in labels}
-    if any(np.isnan(list(gaps.values()))):
-        logger.warning("group_gaps: a class is absent from some group; gap undefined (NaN): %s", gaps)
-    return gaps
-
-
-def gap_rms(y_true, y_pred, *, sensitive_features) -> float:
-    """``GAPRMS = sqrt(mean_y Gap_y²)`` (004 §2.3); NaN if any ``Gap_y`` is undefined.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-        Labels and predicted labels.
-    sensitive_features : array-like of shape (n,)
-        Group of each row.
-
-    Returns
-    -------
-    float
-        Root mean square of the per-class gaps.
-    """
-    g = np.array(list(group_gaps(y_true, y_pred, sensitive_features=sensitive_features).values()))
-    return float(np.sqrt(np.mean(g**2)))
-
-
-def gap_max(y_true, y_pred, *, sensitive_features) -> float:
-    """``GAPMax = max_y |Gap_y|`` (004 §2.3); NaN if any ``Gap_y`` is undefined.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like of shape (n,)
-        Labels and predicted labels.
-    sensitive_features : array-like of shape (n,)
-        Group of each row.
-
-    Returns
-    -------
-    float
-        Largest per-class gap.
-    """
-    g = np.array(list(group_gaps(y_true, y_pred, sensitive_features=sensitive_features).values()))
-    return float(np.nan if np.isnan(g).any() else np.max(np.abs(g)))

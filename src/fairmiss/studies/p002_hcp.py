@@ -56,7 +56,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import mannwhitneyu
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
@@ -64,6 +63,8 @@ from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from fairmiss.metrics.independence import independence_stats
+from fairmiss.metrics.rates import confusion_counts
 from fairmiss.seeds import derive_seed
 from fairmiss.missingness.splits import split_indices
 
@@ -246,11 +247,10 @@ def make_model(name: str, *, seed: int, n_components: int = 30, og_variant: str 
 # Metrics
 # --------------------------------------------------------------------------------------------
 def _group_metrics(y: np.ndarray, p: np.ndarray, yhat: np.ndarray) -> dict[str, float]:
+    # counts from the one group-rate implementation; the rates below keep this study's own float operations
+    # (ce = (FN + FP) / n, not fairmiss.metrics' error = 1 − (TP + TN) / n, which can differ in the last bit)
     n = len(y)
-    tp = int(np.sum((y == 1) & (yhat == 1)))
-    fn = int(np.sum((y == 1) & (yhat == 0)))
-    fp = int(np.sum((y == 0) & (yhat == 1)))
-    tn = int(np.sum((y == 0) & (yhat == 0)))
+    tn, fp, fn, tp = confusion_counts(y, yhat)
     nan = float("nan")
     return {
         "n": float(n),
@@ -263,19 +263,6 @@ def _group_metrics(y: np.ndarray, p: np.ndarray, yhat: np.ndarray) -> dict[str, 
         "fp_share": fp / n if n else nan,
         "mean_pred": float(np.mean(p)) if n else nan,
     }
-
-
-def independence_stats(p: np.ndarray, z: np.ndarray) -> dict[str, float]:
-    """Mann–Whitney U (two-sided) of ``p`` between the two levels of ``z``, mean gap, correlation."""
-    levels = np.unique(z)
-    if len(levels) != 2:
-        raise ValueError(f"independence_stats needs exactly two groups, got {levels.tolist()}")
-    a, b = p[z == levels[0]], p[z == levels[1]]
-    res = mannwhitneyu(a, b, alternative="two-sided")
-    zz = (z == levels[1]).astype(float)
-    corr = float(np.corrcoef(p, zz)[0, 1]) if np.std(p) > 0 else 0.0
-    return {"mw_u": float(res.statistic), "mw_p": float(res.pvalue),
-            "mean_pred_gap": float(b.mean() - a.mean()), "corr_pred_group": corr}
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Evaluation metrics of paper 004 (spec 004 §2.3), as pure functions.
 
-* :func:`group_gaps`, :func:`gap_max`, :func:`gap_rms`: re-exported from :mod:`fairmiss.reporting.pareto`
-  (one fairlearn ``MetricFrame`` implementation): ``Gap_y`` = between-group difference of
+* :func:`group_gaps`, :func:`gap_max`, :func:`gap_rms`: re-exported from :mod:`fairmiss.metrics.gaps`
+  (one implementation, on the group confusion counts): ``Gap_y`` = between-group difference of
   ``P(Yhat=y | Y=y, g)`` (absolute, max − min over groups), ``GAPMax = max_y |Gap_y|`` and
   ``GAPRMS = sqrt(mean_y Gap_y^2)`` (De-Arteaga et al. 2019).
 * :func:`counterfactual_consistency`: the fraction of test rows whose prediction is the same
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import balanced_accuracy_score
 
-from fairmiss.reporting.pareto import gap_max, gap_rms, group_gaps  # noqa: F401  (re-exported, one implementation)
+from fairmiss.metrics.gaps import gap_max, gap_rms, group_gaps  # noqa: F401  (re-exported, one implementation)
 
 __all__ = [
     "balanced_accuracy",
