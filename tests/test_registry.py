@@ -39,9 +39,9 @@ def table():
 
 
 def test_registered_kinds_are_the_known_kinds():
-    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 15
+    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 16
     assert set(IMPUTER_KINDS.kinds()) == {"mean", "median", "most_frequent", "constant", "knn", "iterative",
-                                          "none", "multiple"}
+                                          "none", "multiple", "random_sample"}
 
 
 def test_unions_list_the_registered_specs_in_the_fixed_order():
@@ -76,7 +76,7 @@ def test_kind_flags_are_unchanged():
 
     assert NATIVE_MISSING == {"decision_tree", "random_forest", "xgboost", "hist_gradient_boosting", "fair_mip_forest"}
     assert MI_LEARNERS == {"decision_tree", "logistic_regression", "random_forest", "xgboost",
-                           "hist_gradient_boosting"}
+                           "hist_gradient_boosting", "naive_bayes"}
 
 
 def _spec(registry, kind, extra=None):
@@ -124,3 +124,33 @@ def test_imputer_kind_builds_transforms_and_pickles(kind, table):
     Z = imp.fit_transform(Xm)
     assert not np.isnan(Z).any() and Z.shape[0] == len(y)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(imp)).transform(Xm), imp.transform(Xm))
+
+
+def test_added_kinds_come_after_the_builtin_ones_sorted_by_kind():
+    from fairmiss._registry import Registry
+
+    class A: ...
+    class B: ...
+    class C: ...
+
+    r = Registry("thing")
+    for kind, spec in (("zeta", C), ("alpha", A), ("mid", B)):
+        r.register(kind, spec, lambda: None)
+    assert r.specs([A]) == (A, B, C)  # built-in A first, then mid (B) and zeta (C) by kind name
+    with pytest.raises(ValueError, match="unregistered or repeated"):
+        r.specs([A, A])
+
+
+def test_a_broken_kind_module_is_an_error_not_a_missing_kind(tmp_path, monkeypatch):
+    from fairmiss._registry import discover
+
+    pkg = tmp_path / "plug_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "good.py").write_text("X = 1\n")
+    (pkg / "broken.py").write_text("import no_such_module_anywhere\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError, match="no_such_module_anywhere"):
+        discover("plug_pkg")
+    (pkg / "broken.py").write_text("Y = 2\n")
+    assert discover("plug_pkg") == ["plug_pkg.broken", "plug_pkg.good"]

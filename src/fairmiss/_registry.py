@@ -8,10 +8,12 @@ import order).
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Entry", "Registry"]
+__all__ = ["Entry", "Registry", "discover"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,43 @@ class Registry:
         return {k for k, e in self._entries.items() if e.flags.get(flag)}
 
     def specs(self, order: list[type]) -> tuple[type, ...]:
-        """The registered spec classes in the given explicit ``order`` (every registered spec exactly once)."""
-        registered = {e.spec for e in self._entries.values()}
-        if set(order) != registered or len(order) != len(registered):
-            raise ValueError(f"{self.what} union order {[c.__name__ for c in order]} does not list every "
-                             f"registered spec exactly once: {sorted(c.__name__ for c in registered)}")
-        return tuple(order)
+        """The registered spec classes: the built-in ones in the given explicit ``order`` (the union order
+        before the registry, kept so the JSON schema does not move), then every other registered spec
+        (added by a new kind module or a plugin) sorted by its kind name. Every registered spec appears
+        exactly once; ``order`` must list registered specs only, each once."""
+        registered = []
+        for e in self._entries.values():
+            if e.spec not in registered:
+                registered.append(e.spec)
+        unknown = [c.__name__ for c in order if c not in registered]
+        if unknown or len(set(order)) != len(order):
+            raise ValueError(f"{self.what} union order {[c.__name__ for c in order]} lists unregistered or "
+                             f"repeated specs: {unknown}")
+        extra = sorted((c for c in registered if c not in order),
+                       key=lambda c: min(k for k, e in self._entries.items() if e.spec is c))
+        return tuple(order) + tuple(extra)
+
+
+def discover(package: str, *, skip: tuple[str, ...] = (), subpackage_module: str | None = None) -> list[str]:
+    """Import every kind module of ``package`` so that each registers itself: its top-level modules (but
+    the names in ``skip``) and, with ``subpackage_module="spec"``, the ``spec`` module of each of its
+    subpackages (a paper method's package keeps its spec and builder there). Returns the imported names,
+    sorted. An import error propagates: a broken kind module is an error, never a silently missing kind."""
+    pkg = importlib.import_module(package)
+    names = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name in skip:
+            continue
+        if info.ispkg:
+            if subpackage_module is None:
+                continue
+            sub = f"{package}.{info.name}"
+            subpkg = importlib.import_module(sub)
+            if not any(m.name == subpackage_module for m in pkgutil.iter_modules(subpkg.__path__)):
+                continue
+            name = f"{sub}.{subpackage_module}"
+        else:
+            name = f"{package}.{info.name}"
+        importlib.import_module(name)
+        names.append(name)
+    return names

@@ -142,11 +142,9 @@ IMPUTERS = IMPUTER_KINDS.builders()
 
 def make_imputer(spec, seed: int):
     """Return an unfitted transformer for ``spec`` (or ``None`` for the NaN pass-through path)."""
-    try:
-        factory = IMPUTERS[spec.kind]
-    except KeyError:
-        raise ValueError(f"unknown imputer '{spec.kind}'; known: {sorted(IMPUTERS)}") from None
-    imp = factory(spec, seed)
+    if spec.kind not in IMPUTER_KINDS:  # looked up at call time, so kinds added by other modules count
+        raise ValueError(f"unknown imputer '{spec.kind}'; known: {sorted(IMPUTER_KINDS.kinds())}")
+    imp = IMPUTER_KINDS[spec.kind].build(spec, seed)
     if imp is not None and getattr(spec, "per_group", False):
         from fairmiss.impute.imputers import GroupImputer
 

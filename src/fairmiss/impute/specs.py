@@ -12,13 +12,18 @@ from typing import Annotated
 
 from pydantic import Field
 
+from fairmiss._registry import discover
 from fairmiss.impute.build import (IMPUTER_KINDS, ConstantImputerSpec, IterativeImputerSpec, KNNImputerSpec,
                                    MultipleImputerSpec, NoImputerSpec, SimpleImputerSpec)
 
 __all__ = ["ConstantImputerSpec", "ImputerSpec", "IterativeImputerSpec", "KNNImputerSpec", "MultipleImputerSpec",
            "NoImputerSpec", "SimpleImputerSpec", "IMPUTER_SPEC_ORDER"]
 
-#: The union's order (unchanged since before the registry).
+#: Every module of fairmiss.impute is imported so that added imputer kinds register themselves (adding an
+#: imputer kind is one module + its test).
+KIND_MODULES = discover("fairmiss.impute", skip=("build", "specs"))
+
+#: The union's order: the built-in kinds as before the registry, then added kinds sorted by name.
 IMPUTER_SPEC_ORDER = IMPUTER_KINDS.specs([
     SimpleImputerSpec, ConstantImputerSpec, KNNImputerSpec, IterativeImputerSpec, MultipleImputerSpec, NoImputerSpec,
 ])

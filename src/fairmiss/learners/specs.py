@@ -15,6 +15,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from fairmiss._registry import discover
 from fairmiss.learners.adapter import LEARNER_KINDS
 from fairmiss.learners.baselines import (DecisionTreeSpec, GroupCovariateSpec, HistGBSpec, LogisticRegressionSpec,
                                          RandomForestSpec, XGBoostSpec)
@@ -30,7 +31,11 @@ __all__ = ["BuDROSpec", "DecisionTreeSpec", "EqualityConstrainedSpec", "Exponent
            "MI_LEARNERS", "NATIVE_MISSING", "OrthogonalSpec", "ProjectSpec", "RandomForestSpec", "ReweighSpec",
            "ThresholdOptimizerSpec", "XGBoostSpec", "ZafarSpec", "LEARNER_SPEC_ORDER"]
 
-#: The union's order (unchanged since before the registry).
+#: Every kind module registers itself: the top-level modules of fairmiss.learners and each method package's
+#: ``spec`` module. Adding a learner kind is one module (+ its test); nothing else lists it.
+KIND_MODULES = discover("fairmiss.learners", skip=("adapter", "build", "specs"), subpackage_module="spec")
+
+#: The union's order: the built-in kinds as before the registry, then added kinds sorted by name.
 LEARNER_SPEC_ORDER = LEARNER_KINDS.specs([
     DecisionTreeSpec, LogisticRegressionSpec, RandomForestSpec, XGBoostSpec, HistGBSpec,
     GroupCovariateSpec, OrthogonalSpec, ZafarSpec, BuDROSpec, ProjectSpec, ReweighSpec,
