@@ -1,0 +1,153 @@
+"""Prepare a dataset variant: load, validate (Great Expectations), write the processed table with its card,
+hash and validation receipt (moved from fairmiss.pipeline in issue K; pipeline re-exports every name)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from fairmiss.datasets import get_variant
+from fairmiss.datasets.validate import check_groups, suite_fingerprint, validate_table
+from fairmiss.io import atomic_write_json, atomic_write_with
+
+logger = logging.getLogger(__name__)
+
+
+def dataset_card(variant, df: pd.DataFrame, info: dict) -> str:
+    """Markdown card of a processed table: source, licence, preprocessing, counts by group × label,
+    missing values by group (logged with every run; the long-form cards are in docs/datasets.md)."""
+    g, y = variant.group, variant.label
+    lines = [f"# {variant.name}", "", variant.description, "",
+             f"* paper: {variant.paper}", f"* synthetic: {'yes — NOT real data' if variant.synthetic else 'no'}"]
+    for rf in variant.raw_files:
+        lines.append(f"* raw file `{rf.filename}`: {rf.url or rf.note} (sha256 {rf.sha256}) {rf.licence}")
+    lines.append("* preprocessing counts: " + ", ".join(f"{k} = {v}" for k, v in info.items() if k.startswith("rows")))
+    lines.append(f"* options: {info.get('options')}")
+    lines += ["", f"## rows by group ({g}) × label ({y})", ""]
+    ct = pd.crosstab(df[g].map(lambda v: f"{v} ({variant.group_encoding.get(v, v)})"), df[y])
+    lines.append(ct.to_string())
+    miss = df[list(variant.features)].isna().groupby(df[g]).mean()
+    miss = miss.loc[:, miss.any()]
+    lines += ["", "## share of missing values by group", ""]
+    lines.append("none" if miss.empty else miss.round(4).to_string())
+    return "\n".join(lines) + "\n"
+
+
+def frame_hash(df: pd.DataFrame) -> str:
+    """Content hash of a table (values, column names and dtypes), independent of file format."""
+    h = hashlib.sha256()
+    h.update(",".join(f"{c}:{t}" for c, t in df.dtypes.astype(str).items()).encode())
+    h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class Processed:
+    dataset: str
+    df: pd.DataFrame
+    features: list[str]
+    group: str
+    label: str
+    info: dict
+    data_hash: str
+    docs_index: str | None = None
+
+
+def _read_meta(meta: Path) -> dict:
+    import json
+
+    try:
+        return json.loads(meta.read_text()) if meta.exists() else {}
+    except ValueError:
+        return {}
+
+
+def validation_receipt(processed_dir: Path, stem: str, *, data_hash: str, suite: str,
+                       docs_dir: Path | None = None) -> dict | None:
+    """The stored metadata if this exact table (content hash) already passed this exact suite.
+
+    Written by :func:`persist_processed` beside ``<stem>.parquet``; ``None`` when the table, the suite,
+    the processed file or the requested Data Docs are not there, so the gate must run again.
+    """
+    processed_dir = Path(processed_dir)
+    old = _read_meta(processed_dir / f"{stem}.json")
+    receipt = old.get("validation")  # older metadata held a prose string here: no receipt
+    ok = (old.get("data_hash") == data_hash and isinstance(receipt, dict) and receipt.get("suite") == suite
+          and (processed_dir / f"{stem}.parquet").exists()
+          and (docs_dir is None or (Path(docs_dir) / "index.html").exists()))
+    return old if ok else None
+
+
+def persist_processed(df: pd.DataFrame, info: dict, processed_dir: Path, stem: str) -> None:
+    """Write ``<stem>.parquet`` and ``<stem>.json`` atomically, only when their content changed."""
+    processed_dir = Path(processed_dir)
+    target, meta = processed_dir / f"{stem}.parquet", processed_dir / f"{stem}.json"
+    old = _read_meta(meta)
+    if old.get("data_hash") != info["data_hash"] or not target.exists():
+        atomic_write_with(target, lambda p: df.to_parquet(p, index=False), suffix=".parquet")
+    if old != info:
+        atomic_write_json(meta, info)
+
+
+def _data_where(variant, raw_dir=None) -> str:
+    """How an error names a dataset: its variant and raw file(s) (or 'synthetic')."""
+    if variant.synthetic or not variant.raw_files:
+        return f"dataset '{variant.name}' (synthetic)"
+    from fairmiss.datasets.acquire import default_raw_dir
+
+    base = Path(raw_dir) if raw_dir is not None else default_raw_dir()
+    return f"dataset '{variant.name}' ({', '.join(str(base / rf.filename) for rf in variant.raw_files)})"
+
+
+def _binary_label(variant) -> bool:
+    return set(variant.label_encoding) == {0, 1}
+
+
+def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed"),
+            docs_dir: Path | None = None, allow_download: bool = True, revalidate: bool = False,
+            fairness_metric: str | None = None) -> Processed:
+    """Build the processed table from raw files, validate it (GE gate), persist it atomically.
+
+    The gate is skipped when the processed metadata holds a receipt saying that a table with the same
+    content hash passed the same suite (:func:`fairmiss.datasets.validate.suite_fingerprint`; the suite is a
+    pure function of the table, so the outcome cannot differ) — the expensive part of a re-run whose
+    inputs did not change. ``revalidate=True`` (or ``FAIRMISS_REVALIDATE=1``) always runs it.
+    """
+    import os
+
+    variant = get_variant(dataset_spec.name)
+    df, info = variant.build(raw_dir, allow_download=allow_download, **dataset_spec.options)
+    # fairness needs two groups (and both classes where the metric needs them): checked before the gate
+    # and before anything is written (processed/ included); fairness_metric=None checks groups and classes
+    check_groups(df, variant.group, variant.label, where=_data_where(variant, raw_dir),
+                 fairness_metric=fairness_metric, binary_label=_binary_label(variant))
+    opts_nondefault = {k: v for k, v in info["options"].items() if variant.options.get(k) != v}
+    n_rows = None if not opts_nondefault else len(df)
+    h = frame_hash(df)
+    stem = variant.name if not opts_nondefault else f"{variant.name}-{h[:8]}"
+    suite = suite_fingerprint(variant, n_rows)
+    revalidate = revalidate or os.environ.get("FAIRMISS_REVALIDATE", "").lower() in ("1", "true", "yes")
+    receipt = None if revalidate else validation_receipt(processed_dir, stem, data_hash=h, suite=suite,
+                                                         docs_dir=docs_dir)
+    if receipt is not None:
+        n_expectations = int(receipt["n_expectations"])
+        docs_index = Path(docs_dir) / "index.html" if docs_dir is not None else None
+        logger.info("validation of %s: table %s already passed suite %s (%d expectations); not re-run",
+                    variant.name, h, suite, n_expectations)
+    else:
+        report = validate_table(df, variant, docs_dir=docs_dir, n_rows=n_rows)
+        n_expectations, docs_index = report.n_expectations, report.docs_index
+    info = {**info, "data_hash": h, "n_expectations": n_expectations, "dataset": variant.name,
+            "validation": {"suite": suite, "data_hash": h}}
+    persist_processed(df, info, processed_dir, stem)
+    info["validation_reused"] = receipt is not None
+    info["card"] = dataset_card(variant, df, {k: v for k, v in info.items() if k != "card"})
+    features = list(variant.features)
+    if dataset_spec.group_as_feature:
+        features = [*features, variant.group]
+    return Processed(variant.name, df, features, variant.group, variant.label, info, h,
+                     str(docs_index) if docs_index else None)

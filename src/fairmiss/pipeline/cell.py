@@ -1,0 +1,309 @@
+"""One cell: fit_evaluate (impute -> train -> evaluate), its parameters and cache key, CellResult."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sklearn.pipeline import Pipeline
+
+from fairmiss.datasets.prepare import Processed  # noqa: F401  (annotations)
+from fairmiss.config import Cell, ExperimentConfig, missingness_label
+from fairmiss.impute.build import make_imputer, wrap_multiple
+from fairmiss.learners.build import make_learner
+from fairmiss.metrics import evaluate, group_confusion_matrices
+from fairmiss.missingness.mechanisms import mask_summary
+from fairmiss.seeds import derive_seed
+
+from fairmiss.pipeline.impute_cache import _shared_imputation
+from fairmiss.pipeline.split import SplitData
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CellResult:
+    key: str
+    method: str
+    split_index: int
+    missingness: str
+    imputer: str
+    learner: str
+    status: str
+    metrics: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+    seeds: dict = field(default_factory=dict)
+    confusion: dict = field(default_factory=dict)
+    mask_summary: pd.DataFrame | None = None
+    model: object = None
+    timings: dict = field(default_factory=dict)
+    error: str | None = None
+    reused_from: str | None = None
+    #: tables logged as CSV artifacts of the cell's run, by file name (e.g. imputation diagnostics)
+    tables: dict = field(default_factory=dict)
+
+
+def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
+    """Flattened config of one cell (what MLflow records as params)."""
+    p = {
+        "experiment": cfg.experiment, "seed": cfg.seed, "dataset": cfg.dataset.name,
+        "group_as_feature": cfg.dataset.group_as_feature, "split.index": cell.split_index,
+        "split.test_size": cfg.split.test_size, "split.stratify": cfg.split.stratify,
+        "missingness": missingness_label(cell.missingness), "imputer": cell.imputer.label,
+        "learner": cell.learner.label,
+    }
+    for prefix, spec in (("missingness", cell.missingness), ("imputer", cell.imputer), ("learner", cell.learner)):
+        for k, v in _flatten(spec.model_dump(mode="json", by_alias=True)).items():
+            p[f"{prefix}.{k}"] = v
+    for k, v in _flatten(cfg.dataset.options).items():
+        p[f"dataset.options.{k}"] = v
+    return p
+
+
+def cell_cache_key(cfg: ExperimentConfig, cell: Cell, *, data_hash: str, code_version: str) -> str:
+    """What a cell's result depends on, hashed: its own config (root seed, dataset options, split
+    settings, missingness / imputer / learner specs — :func:`cell_params`), the metrics it computes
+    (``metrics``, ``consistency``, ``extra_groups``), the processed data's content hash and the code version. Never the DataFrames themselves.
+
+    A re-run reuses every cell whose key matches a FINISHED run in the tracking store, so editing a
+    sweep (adding a learner, a split, a missingness spec) recomputes only the new cells, and a crashed
+    sweep resumes where it stopped. Cell seeds derive from the cell's own keys (``fairmiss.seeds``), so
+    a reused cell is exactly what a recomputation would give."""
+    from fairmiss.io import stable_hash
+
+    p = {k: v for k, v in cell_params(cfg, cell).items() if k != "experiment"}
+    return stable_hash({"cell": p, "metrics": list(cfg.metrics), "consistency": cfg.consistency,
+                        "extra_groups": list(cfg.extra_groups), "data": data_hash, "code": code_version}, length=24)
+
+
+def _flatten(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: SplitData, *, threads: int = 1,
+                 keep_model: bool = True) -> CellResult:
+    """Impute (fit on train only) → train → evaluate on test. Failures are captured, not raised.
+
+    ``keep_model=False`` leaves ``result.model`` empty: the flow passes ``tracking.log_models`` here,
+    because a result crosses a process boundary under the Dask and process task runners and a fitted
+    model can dwarf everything else in it (a 6000-tree random forest on COMPAS pickles to hundreds of MB).
+    """
+    res = CellResult(
+        key=cell.key, method=cell.method, split_index=cell.split_index,
+        missingness=split.missingness, imputer=cell.imputer.label, learner=cell.learner.label,
+        status="running", params=cell_params(cfg, cell), mask_summary=split.mask_summary,
+    )
+    seeds = {**split.seeds,
+             "imputer": derive_seed(cfg.seed, "imputer", cell.imputer.label, cell.split_index),
+             "learner": derive_seed(cfg.seed, "learner", cell.learner.label, cell.split_index)}
+    res.seeds = seeds
+    df = data.df
+    y = df[data.label].to_numpy()
+    s = df[data.group].to_numpy()
+    X = split.X.to_numpy(dtype=float)
+    tr, te = split.train_idx, split.test_idx
+    try:
+        if len(np.unique(y[tr])) < 2:
+            raise ValueError(f"single-class labels in the training split ({np.unique(y[tr]).tolist()})")
+        t0 = time.perf_counter()
+
+        def impute():
+            imp = make_imputer(cell.imputer, seeds["imputer"] % (2**31))
+            a, b = X[tr], X[te]
+            if imp is not None:
+                from fairmiss.impute.imputers import requires_groups
+
+                pg = requires_groups(imp)
+                a = imp.fit_transform(a, **({"sensitive_features": s[tr]} if pg else {}))
+                b = imp.transform(b, **({"sensitive_features": s[te]} if pg else {}))
+            return imp, a, b
+
+        imputer, Xtr, Xte = _shared_imputation(cell, data, split, seeds["imputer"], impute)
+        group_kw = {}
+        if imputer is not None:
+            from fairmiss.impute.imputers import requires_groups
+
+            if requires_groups(imputer):
+                group_kw = {"sensitive_features": s[te]}
+        t1 = time.perf_counter()
+        learner = make_learner(cell.learner, seeds["learner"] % (2**31), threads=threads, feature_names=data.features)
+        if cell.imputer.kind == "multiple":
+            if learner.needs_sensitive_fit or learner.needs_sensitive_predict or learner.carve_validation:
+                raise ValueError(f"the multiple imputer cannot wrap learner '{cell.learner.label}' (it needs the "
+                                 "group at fit or predict time)")
+            learner.estimator = wrap_multiple(cell.imputer, learner.estimator, seeds["imputer"] % (2**31))
+        learner.fit(Xtr, y[tr], s[tr])
+        t2 = time.perf_counter()
+        pred = learner.predict(Xte, s[te])
+        score = learner.score(Xte, s[te])
+        res.metrics = evaluate(y[te], pred, s[te], y_score=score, metrics=cfg.metrics)
+        res.metrics.update(consistency_metrics(cfg, data, learner, Xte, imputer, X[te], s[te], pred))
+        res.metrics.update(extra_group_metrics(cfg, data, te, y[te], pred))
+        res.metrics["n_train"] = float(len(tr))
+        res.metrics["n_test"] = float(len(te))
+        res.confusion = group_confusion_matrices(y[te], pred, s[te])
+        # the logged model maps raw features to predictions; with a per-group imputer or a learner
+        # that needs the group at predict time, only the learner is logged (the group is data)
+        steps = ([("impute", imputer)] if imputer is not None and not group_kw else []) + [("learner", learner.estimator)]
+        if keep_model:
+            res.model = Pipeline(steps) if not learner.needs_sensitive_predict else learner.estimator
+        t4 = time.perf_counter()
+        diag, tables = imputation_diagnostics(cell, data, split, imputer, learner, Xte, group_kw, pred)
+        res.metrics.update(diag)
+        res.tables.update(tables)
+        res.timings = {"impute_seconds": t1 - t0, "fit_seconds": t2 - t1, "predict_seconds": t4 - t2,
+                       "diagnostics_seconds": time.perf_counter() - t4}
+        res.status = "ok"
+    except Exception as exc:  # captured so one failing cell does not kill the sweep
+        logger.error("cell %s failed: %s", cell.key, exc)
+        res.status = "failed"
+        res.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+    return res
+
+
+class _Predictor:
+    """``predict(X)`` of a fitted learner on the test rows (the group is passed as data when needed)."""
+
+    def __init__(self, learner, s):
+        self.learner, self.s = learner, s
+
+    def predict(self, X):
+        return self.learner.predict(X, self.s)
+
+
+class _Transformer:
+    """``transform(X)`` through a fitted imputer's method, with the group when it needs one."""
+
+    def __init__(self, fn, kw):
+        self.fn, self.kw = fn, kw
+
+    def transform(self, X):
+        return self.fn(X, **self.kw)
+
+
+def imputation_diagnostics(cell: Cell, data: Processed, split: SplitData, imputer, learner, Xte_imputed,
+                           group_kw: dict, pred=None) -> tuple[dict, dict]:
+    """Imputation-fairness diagnostics of one cell on the test split (paper 000 §3), as metrics and tables.
+
+    * Definition 1 and per-group imputation error for every injected column, on the test cells that
+      were masked and whose true (pre-injection) value is known (:func:`~fairmiss.impute.diagnostics.
+      cell_imputation_diagnostics`); for the multiple imputer, over its m test-time draws. Skipped
+      when the imputer is ``none`` (MIA: nothing is imputed) or nothing is masked in the test split.
+    * With ``test_fit_on: test``, Theorem 2's bound (eq. 6, pushforward TV) comparing the learner on
+      train-fitted vs test-fitted imputations of the test split, as ``mismatch_bound.*`` (``holds`` and
+      ``complete_rows_agree`` are 1.0 / 0.0), plus the table ``mismatch_bound.csv``.
+
+    Metric names: ``imp_disc.<col>``, ``imp_{mse,rmse,bias}.<col>_group_<g>``, ``imp_thm1_disc.<col>``.
+    Cost: ~3 ms CPU per cell on COMPAS (numpy on the test split; the imputed matrix is reused).
+    """
+    from fairmiss.impute.diagnostics import cell_imputation_diagnostics, mismatch_bound, mismatch_bound_from_model
+
+    metrics, tables = {}, {}
+    if cell.imputer.kind == "none":
+        return metrics, tables
+    te = split.test_idx
+    X_masked = split.X.to_numpy(dtype=float)[te]
+    s_te = data.df[data.group].to_numpy()[te]
+    if getattr(cell.imputer, "test_fit_on", "train") == "test" and imputer is not None:
+        # rows with any missing entry (injected or real) are the M = 1 rows of the bound
+        y_te = data.df[data.label].to_numpy()[te]
+        if pred is None:
+            b = mismatch_bound_from_model(
+                _Predictor(learner, s_te), X_masked, y_te, sensitive_features=s_te,
+                imputer_train=_Transformer(imputer.transform_train, group_kw),
+                imputer_test=_Transformer(imputer.transform, group_kw))
+        else:  # the same computation without refitting the test-time imputer: h(f^test(X̃)) is ``pred``
+            y_train_imp = learner.predict(imputer.transform_train(X_masked, **group_kw), s_te)
+            b = mismatch_bound(y_te, y_train_imp, pred, sensitive_features=s_te,
+                               missing_rows=np.isnan(X_masked).any(axis=1))
+        for k, v in b.items():
+            metrics[f"mismatch_bound.{k}"] = float(v)
+        tables["mismatch_bound.csv"] = pd.DataFrame([b])
+    X_true = data.df[data.features].to_numpy(dtype=float)[te]
+    mask = np.isnan(X_masked) & ~np.isnan(X_true)
+    if not mask.any():
+        return metrics, tables
+    imputed = (learner.estimator.impute_draws(X_masked) if cell.imputer.kind == "multiple"
+               else np.asarray(Xte_imputed, dtype=float))
+    diag, table = cell_imputation_diagnostics(pd.DataFrame(X_true, columns=data.features), imputed, mask,
+                                              sensitive_features=s_te)
+    metrics.update(diag)
+    if not table.empty:
+        tables["imputation_diagnostics.csv"] = table
+    return metrics, tables
+
+
+EXTRA_GROUP_GAPS = ("tpr_difference", "fpr_difference", "selection_rate_difference", "accuracy_difference",
+                    "equalized_odds_difference", "gap_rms")
+
+
+def check_extra_groups(cfg: ExperimentConfig, data: Processed) -> None:
+    """``extra_groups`` must name columns of the processed data with no missing value and at least two
+    values; raises :class:`~fairmiss.config.ConfigError` naming the column (checked before any cell runs)."""
+    from fairmiss.config import ConfigError
+
+    for col in cfg.extra_groups:
+        if col == data.group:
+            raise ConfigError(f"extra_groups: '{col}' is the dataset's group already")
+        if col not in data.df.columns:
+            raise ConfigError(f"extra_groups: '{col}' is not a column of the processed {data.dataset} data; "
+                              f"columns: {sorted(map(str, data.df.columns))}")
+        v = data.df[col]
+        if v.isna().any():
+            raise ConfigError(f"extra_groups: column '{col}' of {data.dataset} has {int(v.isna().sum())} missing "
+                              "values; a protected attribute used for gaps must be fully observed")
+        if v.nunique() < 2:
+            raise ConfigError(f"extra_groups: column '{col}' of {data.dataset} has a single value")
+
+
+def extra_group_metrics(cfg, data, te, y_te, pred) -> dict:
+    """Gaps against each of ``cfg.extra_groups`` on the test rows: ``<gap>_by_<column>``."""
+    out = {}
+    for col in cfg.extra_groups:
+        m = evaluate(y_te, pred, data.df[col].to_numpy()[te], metrics=["accuracy", "fpr", "tpr", "selection_rate"])
+        out.update({f"{k}_by_{col}": m[k] for k in EXTRA_GROUP_GAPS})
+    return out
+
+
+def consistency_metrics(cfg, data, learner, Xte_model, imputer, Xte_raw, s_te, pred) -> dict:
+    """Counterfactual consistency (paper 004): share of test rows whose prediction is unchanged on
+    every counterfactual copy (binary column flipped / every level of a one-hot block)."""
+    from fairmiss.learners.budro.metrics import counterfactual_consistency, counterfactual_copies
+
+    out = {}
+    for name, cols in cfg.consistency.items():
+        missing = [c for c in cols if c not in data.features]
+        if missing:
+            raise ValueError(f"consistency '{name}': columns {missing} are not features")
+        idx = [data.features.index(c) for c in cols]
+        block = [{idx[0]: 0}, {idx[0]: 1}] if len(idx) == 1 else [{j: int(j == k) for j in idx} for k in idx]
+        copies = counterfactual_copies(Xte_raw, [block])
+        if imputer is not None:
+            from fairmiss.impute.imputers import requires_groups
+
+            kw = {"sensitive_features": s_te} if requires_groups(imputer) else {}
+            copies = [imputer.transform(c, **kw) for c in copies]
+        out[f"consistency_{name}"] = counterfactual_consistency(lambda Z: learner.predict(Z, s_te), copies)
+    return out
+
+
+TIMING_KEYS = ("impute_seconds", "fit_seconds", "predict_seconds", "diagnostics_seconds")
+
+
+def reused_result(cell: Cell, params: dict, metrics: dict, run_id: str) -> CellResult:
+    """A cell result rebuilt from a FINISHED tracked run (resume): same metrics, no model."""
+    return CellResult(
+        key=cell.key, method=cell.method, split_index=cell.split_index, missingness=missingness_label(cell.missingness),
+        imputer=cell.imputer.label, learner=cell.learner.label, status="ok", params=dict(params),
+        metrics={k: v for k, v in metrics.items() if k not in TIMING_KEYS}, reused_from=run_id,
+    )

@@ -1,0 +1,83 @@
+"""One split of a prepared dataset: stratified train/test indices, injected missingness (make_split, SplitData)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fairmiss.datasets.prepare import Processed  # noqa: F401  (annotations)
+from fairmiss.config import ExperimentConfig, missingness_label
+from fairmiss.datasets.validate import check_groups
+from fairmiss.missingness.mechanisms import MissingnessError, check_mask, inject, mask_summary, masked_columns
+from fairmiss.seeds import derive_seed
+from fairmiss.missingness.splits import split_indices
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SplitData:
+    split_index: int
+    missingness: str
+    train_idx: np.ndarray
+    test_idx: np.ndarray
+    X: pd.DataFrame  # masked features, all rows
+    mask_summary: pd.DataFrame
+    seeds: dict
+
+
+def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_spec) -> SplitData:
+    """Seeded split stratified by group × label, then missingness injected and checked.
+
+    Missingness is drawn on the whole table for each split (train and test share the
+    mechanism, as in paper 000's protocol) with a seed derived from (split, missingness name);
+    the split seed depends on the split index only, so every missingness spec, imputer and
+    learner in split ``i`` sees the same rows.
+    """
+    df = data.df
+    y = df[data.label].to_numpy()
+    s = df[data.group].to_numpy()
+    mlabel = missingness_label(miss_spec)
+    seeds = {
+        "split": derive_seed(cfg.seed, "split", split_index),
+        "missingness": derive_seed(cfg.seed, "missingness", mlabel, split_index),
+    }
+    binary = set(np.unique(y).tolist()) <= {0, 1}
+    # the configured fairness metric's needs on the whole table (before any model is fitted)
+    files = sorted((data.info or {}).get("raw_sha256") or {})
+    where = f"dataset '{data.dataset}'" + (f" (raw file(s) {', '.join(files)})" if files else "")
+    check_groups(df, data.group, data.label, where=where, fairness_metric=cfg.fairness_metric, binary_label=binary)
+    tr, te = split_indices(y, s, test_size=cfg.split.test_size, seed=seeds["split"] % (2**31),
+                           stratify=cfg.split.stratify)
+    # the training rows must hold two groups and two classes; a test split lacking a class in a group
+    # only makes that split's gaps NaN (warned here and by fairmiss.metrics.evaluate), never 0
+    check_groups(df.iloc[tr], data.group, data.label, where=f"{where}, split {split_index} (training rows)")
+    _warn_test_split(df.iloc[te], data, split_index, cfg.fairness_metric, binary)
+    X = df[data.features]
+    if any(c in (data.group, data.label) for c in masked_columns(miss_spec)):
+        raise MissingnessError(f"missingness '{mlabel}' would mask the group or the label")
+    Xm, mask = inject(X, miss_spec, group=s, rng=np.random.default_rng(seeds["missingness"]),
+                      protected=(data.group, data.label))
+    problems = check_mask(mask, miss_spec, s, original=X, masked=Xm)
+    if problems:
+        raise MissingnessError(f"missingness '{mlabel}' failed validation: " + "; ".join(problems))
+    all_missing = [c for c in Xm.columns if Xm[c].iloc[tr].isna().all()]
+    if all_missing:
+        logger.warning("split %d, %s: columns entirely missing in train: %s", split_index, mlabel, all_missing)
+    return SplitData(split_index, mlabel, tr, te, Xm, mask_summary(mask, s), seeds)
+
+
+def _warn_test_split(test: pd.DataFrame, data: Processed, split_index: int, metric: str, binary: bool) -> None:
+    from fairmiss.datasets import DatasetError
+    try:
+        check_groups(test, data.group, data.label, where=f"split {split_index} (test rows)",
+                     fairness_metric=metric, binary_label=binary)
+    except DatasetError as exc:
+        logger.warning("%s: the gaps of this split are NaN (undefined), not 0", exc)
+
+
+def _masked_columns(spec) -> list[str]:
+    return masked_columns(spec)
