@@ -12,6 +12,11 @@ from __future__ import annotations
 import importlib
 import warnings
 
+# Registering every kind: importing the union module runs the discovery of the kind modules (each method
+# package's ``spec`` and the top-level modules), so the registry is complete whatever learner module is
+# imported first.
+import fairmiss.learners.specs  # noqa: E402,F401
+
 #: old name -> the module that defines it now (the paper-method wrappers live beside their method)
 _OLD_NAMES = {"_ProjectThenFit": "fairmiss.learners.orthogonal.spec",
               "_FitThenEqualise": "fairmiss.learners.equality_trees.spec",

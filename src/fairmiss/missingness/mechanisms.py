@@ -381,6 +381,10 @@ def inject(X: pd.DataFrame, spec, *, group: np.ndarray, rng: np.random.Generator
                       type=kw.get("type", "right"), strength=kw.get("strength", 1.0))
     if kind == "mnar_censor":
         return mnar_censor(X, kw["columns"], kw["rate"])
+    from fairmiss.missingness.kinds import MISSINGNESS_KINDS
+
+    if kind in MISSINGNESS_KINDS and MISSINGNESS_KINDS[kind].build is not inject:  # an added kind
+        return MISSINGNESS_KINDS[kind].build(X, kw, group=group, rng=rng)
     raise MissingnessError(f"unknown missingness kind '{kind}'")
 
 
@@ -459,6 +463,13 @@ def check_mask(mask: pd.DataFrame, spec, group: np.ndarray, *, original: pd.Data
             if n_inc and abs(r["share_among_incomplete"] - f) > tol:
                 problems.append(f"pattern {int(r['pattern'])} ({r['columns']}): share among incomplete rows "
                                 f"{r['share_among_incomplete']:.3f} vs configured freq {f}")
+    else:
+        from fairmiss.missingness.kinds import MISSINGNESS_KINDS
+
+        entry = MISSINGNESS_KINDS[kw["kind"]] if kw["kind"] in MISSINGNESS_KINDS else None
+        if entry is not None and entry.flags.get("check"):  # an added kind brings its own gate
+            listed = set(masked_columns(kw))
+            problems += entry.flags["check"](mask, kw, group)
     untouched = [c for c in mask.columns if c not in listed and mask[c].any()]
     if untouched:
         problems.append(f"unlisted columns were masked: {untouched}")

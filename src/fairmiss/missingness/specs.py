@@ -14,8 +14,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from fairmiss._registry import Registry
+from fairmiss._registry import discover
 from fairmiss._spec import Rate, SafeLabel, _Strict
+from fairmiss.missingness.kinds import MISSINGNESS_KINDS
 from fairmiss.missingness.mechanisms import inject
 
 __all__ = ["Ampute", "AmputePattern", "MAR", "MCAR", "MCARGroup", "MissingnessSpec", "MISSINGNESS_KINDS", "MNARCensor", "NoMissingness",
@@ -118,8 +119,7 @@ class Preset(_Strict):
     mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
 
 
-#: ``kind`` -> spec, build function (``inject``) and flags (``by_group``: rates per group).
-MISSINGNESS_KINDS = Registry("missingness")
+#: ``kind`` -> spec, build function (``inject`` for the built-ins) and flags (``by_group``: rates per group).
 MISSINGNESS_KINDS.register("none", NoMissingness, inject)
 MISSINGNESS_KINDS.register("mcar_group", MCARGroup, inject, by_group=True)
 MISSINGNESS_KINDS.register("mcar", MCAR, inject)
@@ -128,7 +128,10 @@ MISSINGNESS_KINDS.register("mnar_censor", MNARCensor, inject)
 MISSINGNESS_KINDS.register("ampute", Ampute, inject)
 MISSINGNESS_KINDS.register("preset", Preset, inject, by_group=True)
 
-#: The union's order (unchanged since before the registry).
+#: Added mechanism kinds register themselves in their own module (adding one is one module + its test).
+KIND_MODULES = discover("fairmiss.missingness", skip=("kinds", "mechanisms", "specs", "splits"))
+
+#: The union's order: the built-in kinds as before the registry, then added kinds sorted by name.
 MISSINGNESS_SPEC_ORDER = MISSINGNESS_KINDS.specs([NoMissingness, MCARGroup, MCAR, MAR, MNARCensor, Ampute, Preset])
 
 MissingnessSpec = Annotated[functools.reduce(operator.or_, MISSINGNESS_SPEC_ORDER), Field(discriminator="kind")]
