@@ -125,10 +125,7 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
     # and before anything is written (processed/ included); fairness_metric=None checks groups and classes
     check_groups(df, variant.group, variant.label, where=_data_where(variant, raw_dir),
                  fairness_metric=fairness_metric, binary_label=_binary_label(variant))
-    opts_nondefault = {k: v for k, v in info["options"].items() if variant.options.get(k) != v}
-    n_rows = None if not opts_nondefault else len(df)
-    h = frame_hash(df)
-    stem = variant.name if not opts_nondefault else f"{variant.name}-{h[:8]}"
+    n_rows, h, stem = table_identity(variant, df, info)
     suite = suite_fingerprint(variant, n_rows)
     revalidate = revalidate or os.environ.get("FAIRMISS_REVALIDATE", "").lower() in ("1", "true", "yes")
     receipt = None if revalidate else validation_receipt(processed_dir, stem, data_hash=h, suite=suite,
@@ -141,13 +138,34 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
     else:
         report = validate_table(df, variant, docs_dir=docs_dir, n_rows=n_rows)
         n_expectations, docs_index = report.n_expectations, report.docs_index
-    info = {**info, "data_hash": h, "n_expectations": n_expectations, "dataset": variant.name,
-            "validation": {"suite": suite, "data_hash": h}}
-    persist_processed(df, info, processed_dir, stem)
-    info["validation_reused"] = receipt is not None
-    info["card"] = dataset_card(variant, df, {k: v for k, v in info.items() if k != "card"})
     features = list(variant.features)
     if dataset_spec.group_as_feature:
         features = [*features, variant.group]
-    return Processed(variant.name, df, features, variant.group, variant.label, info, h,
-                     str(docs_index) if docs_index else None)
+    return finish_processed(variant, df, info, processed_dir, stem, data_hash=h, n_expectations=n_expectations,
+                            validation={"suite": suite, "data_hash": h}, features=features,
+                            after_persist={"validation_reused": receipt is not None},
+                            docs_index=str(docs_index) if docs_index else None)
+
+
+def table_identity(variant, df: pd.DataFrame, info: dict) -> tuple[int | None, str, str]:
+    """``(n_rows, data_hash, stem)`` of a built table: the row count the suite pins (only with non-default
+    build options), the content hash and the processed file stem (``<name>`` or ``<name>-<hash8>``)."""
+    opts_nondefault = {k: v for k, v in info["options"].items() if variant.options.get(k) != v}
+    n_rows = None if not opts_nondefault else len(df)
+    h = frame_hash(df)
+    stem = variant.name if not opts_nondefault else f"{variant.name}-{h[:8]}"
+    return n_rows, h, stem
+
+
+def finish_processed(variant, df: pd.DataFrame, info: dict, processed_dir: Path, stem: str, *, data_hash: str,
+                     n_expectations: int, validation: dict, features: list, after_persist: dict | None = None,
+                     docs_index: str | None = None) -> Processed:
+    """The common tail of :func:`prepare` and paper 002's ``prepare_wide``: metadata (keys in this order —
+    the ``<stem>.json`` bytes depend on it), atomic persist, the dataset card, the :class:`Processed`.
+    ``after_persist`` keys go into the returned info only, not into the file."""
+    info = {**info, "data_hash": data_hash, "n_expectations": n_expectations, "dataset": variant.name,
+            "validation": validation}
+    persist_processed(df, info, processed_dir, stem)
+    info.update(after_persist or {})
+    info["card"] = dataset_card(variant, df, {k: v for k, v in info.items() if k != "card"})
+    return Processed(variant.name, df, features, variant.group, variant.label, info, data_hash, docs_index)

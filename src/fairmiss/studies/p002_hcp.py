@@ -414,7 +414,7 @@ def prepare_wide(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("proc
 
     from fairmiss.datasets import get_variant
     from fairmiss.datasets.validate import DataValidationError, suite_fingerprint, validate_table
-    from fairmiss.pipeline import Processed, dataset_card, frame_hash, persist_processed, validation_receipt
+    from fairmiss.datasets.prepare import finish_processed, table_identity, validation_receipt
 
     variant = get_variant(dataset_spec.name)
     df, info = variant.build(raw_dir, allow_download=allow_download, **dataset_spec.options)
@@ -436,23 +436,18 @@ def prepare_wide(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("proc
                 failures.append(f"missing or non-finite values in feature column(s) {cols}")
     if failures:
         raise DataValidationError(variant.name, failures)
-    opts_nondefault = {k: v for k, v in info["options"].items() if variant.options.get(k) != v}
     idx = np.unique(np.linspace(0, len(feats) - 1, min(n_ge_columns, len(feats))).round().astype(int))
     sub = dataclasses.replace(variant, features={feats[i]: variant.features[feats[i]] for i in idx})
-    n_rows = None if not opts_nondefault else len(df)
-    h = frame_hash(df)
-    stem = variant.name if not opts_nondefault else f"{variant.name}-{h[:8]}"
+    n_rows, h, stem = table_identity(variant, df, info)
     suite = suite_fingerprint(sub, n_rows)
     receipt = validation_receipt(processed_dir, stem, data_hash=h, suite=suite)
     n_expectations = (int(receipt["n_expectations"]) if receipt is not None
                       else validate_table(df[sub.columns], sub, n_rows=n_rows).n_expectations)
-    info = {**info, "data_hash": h, "n_expectations": n_expectations, "dataset": variant.name,
-            "validation": {"suite": suite, "data_hash": h,
-                           "scope": f"GE on group, label, rows and {len(idx)} feature columns; "
-                                    f"vectorised checks on all {len(feats)}"}}
-    persist_processed(df, info, processed_dir, stem)
-    info["card"] = dataset_card(variant, df, {k: v for k, v in info.items() if k != "card"})
-    return Processed(variant.name, df, feats, variant.group, variant.label, info, h, None)
+    return finish_processed(variant, df, info, processed_dir, stem, data_hash=h, n_expectations=n_expectations,
+                            validation={"suite": suite, "data_hash": h,
+                                        "scope": f"GE on group, label, rows and {len(idx)} feature columns; "
+                                                 f"vectorised checks on all {len(feats)}"},
+                            features=feats)
 
 
 # --------------------------------------------------------------------------------------------
