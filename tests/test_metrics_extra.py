@@ -135,7 +135,7 @@ def test_fast_evaluate_equals_the_fairlearn_reference(case):
 
 def test_unknown_metric_is_a_clear_error():
     with pytest.raises(KeyError, match="unknown metric"):
-        evaluate(np.array([0, 1]), np.array([0, 1]), np.array([0, 1]), metrics=["accuracy", "precision"])
+        evaluate(np.array([0, 1]), np.array([0, 1]), np.array([0, 1]), metrics=["accuracy", "precisoin"])
 
 
 def test_non_binary_labels_are_a_clear_error():

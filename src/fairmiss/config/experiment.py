@@ -14,6 +14,8 @@ from fairmiss._spec import SafeName, _Strict
 from fairmiss.missingness.specs import NoMissingness, MissingnessSpec
 from fairmiss.impute.specs import ImputerSpec
 from fairmiss.learners.specs import LearnerSpec, NATIVE_MISSING, MI_LEARNERS
+import fairmiss.metrics  # noqa: F401,E402  (imports every metric module: added metrics register themselves)
+from fairmiss.metrics.kinds import COUNT_METRICS
 
 __all__ = ["Cell", "DatasetSpec", "ExecutionSpec", "ExperimentConfig", "METRICS", "missingness_label", "ReferenceSpec",
            "SplitSpec", "TrackingSpec"]
@@ -32,9 +34,11 @@ class SplitSpec(_Strict):
     stratify: Literal["group_label", "label", "none"] = "group_label"
 
 
-METRICS = Literal[
+#: the metrics a config may list: the built-in ones, then the added ones (fairmiss.metrics.kinds) by name
+METRICS = Literal[(
     "accuracy", "balanced_accuracy", "auc", "fpr", "fnr", "tpr", "tnr", "selection_rate", "error",
-]
+    *sorted(COUNT_METRICS),
+)]
 
 
 class TrackingSpec(_Strict):

@@ -48,7 +48,16 @@ from fairmiss.metrics.rates import (PRED_METRICS, auc, balanced_accuracy, binary
                                     fn_share, fnr, fp_share, fpr, from_counts, group_counts, rate,
                                     selection_rate, tnr, tpr)
 
+from fairmiss.metrics.kinds import COUNT_METRICS
+from fairmiss.metrics.rates import _cm
+
 logger = logging.getLogger(__name__)
+
+# Added metrics register themselves in their own module (fairmiss.metrics.kinds); importing every module of
+# the package makes the registry complete (an import error propagates).
+from fairmiss._registry import discover as _discover  # noqa: E402
+
+KIND_MODULES = _discover("fairmiss.metrics", skip=("gaps", "independence", "kinds", "rates"))
 
 __all__ = ["evaluate", "evaluate_reference", "group_confusion_matrices", "FAIRNESS_METRICS",
            "group_counts", "confusion_counts", "from_counts", "between_groups", "group_gaps", "gap_rms", "gap_max",
@@ -87,9 +96,10 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
     wanted = list(metrics or ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"])
     needed = set(wanted) | {"fpr", "fnr", "tpr", "selection_rate", "accuracy", "fn_share", "fp_share"}
     needed.discard("auc")
-    unknown = needed - set(_PRED_METRICS)
+    unknown = needed - set(_PRED_METRICS) - set(COUNT_METRICS)
     if unknown:
-        raise KeyError(f"unknown metric(s) {sorted(unknown)}; known: {sorted(_PRED_METRICS)} and auc")
+        raise KeyError(f"unknown metric(s) {sorted(unknown)}; known: {sorted(set(_PRED_METRICS) | set(COUNT_METRICS))} "
+                       "and auc")
     groups, gidx, counts = group_counts(y_true, y_pred, group)  # counts per group: tn, fp, fn, tp
     total = counts.sum(axis=0)
     out: dict[str, float] = {}
@@ -131,6 +141,14 @@ def _pairwise_gap(by: dict) -> tuple[float, float]:
     return diff, ratio
 
 
+def _count_metric_on_arrays(fn):
+    """An added count metric as a per-array function for MetricFrame (its counts by scikit-learn)."""
+    def on_arrays(y, p):
+        tn, fp, fn_, tp = (int(c) for c in _cm(y, p).ravel())
+        return fn(tn, fp, fn_, tp)
+    return on_arrays
+
+
 def evaluate_reference(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, float]:
     """The same dict as :func:`evaluate`, computed independently: per-group values with fairlearn's
     MetricFrame and scikit-learn's metric functions one group at a time (scikit-learn's
@@ -143,7 +161,8 @@ def evaluate_reference(y_true, y_pred, group, *, y_score=None, metrics=None) -> 
     wanted = list(metrics or ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"])
     needed = set(wanted) | {"fpr", "fnr", "tpr", "selection_rate", "accuracy", "fn_share", "fp_share"}
     needed.discard("auc")
-    fns = {k: _PRED_METRICS[k] for k in sorted(needed)}
+    fns = {k: _PRED_METRICS[k] if k in _PRED_METRICS else _count_metric_on_arrays(COUNT_METRICS[k])
+           for k in sorted(needed)}
     out: dict[str, float] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -49,6 +49,9 @@ def group_counts(y_true, y_pred, group) -> tuple[np.ndarray, np.ndarray, np.ndar
     return groups, gidx, counts
 
 
+_BUILTIN_COUNT_RATES = frozenset({"fpr", "fnr", "tpr", "tnr", "selection_rate", "fn_share", "fp_share"})
+
+
 def from_counts(tn, fp, fn, tp, name: str) -> float:
     """One prediction metric from a 2×2 confusion count, with the same floating-point operations as
     the per-array functions below (the tests hold them equal)."""
@@ -61,6 +64,11 @@ def from_counts(tn, fp, fn, tp, name: str) -> float:
         if not (tn + fp) or not (fn + tp):
             return float("nan")
         return float(np.mean([tn / (tn + fp), tp / (fn + tp)]))
+    if name not in _BUILTIN_COUNT_RATES:
+        from fairmiss.metrics.kinds import COUNT_METRICS
+
+        if name in COUNT_METRICS:  # an added metric (fairmiss.metrics.kinds)
+            return float(COUNT_METRICS[name](tn, fp, fn, tp))
     num, den = {"fpr": (fp, fp + tn), "fnr": (fn, fn + tp), "tpr": (tp, fn + tp), "tnr": (tn, fp + tn),
                 "selection_rate": (tp + fp, n), "fn_share": (fn, n), "fp_share": (fp, n)}[name]
     return rate(num, den)
