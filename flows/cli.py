@@ -5,7 +5,7 @@
     fairmiss report NAME       rebuild a study's self-contained HTML report and log it to MLflow
     fairmiss ingest DATASET    fetch and verify raw files (official URL or FAIRMISS_DATA_MIRROR)
     fairmiss datasets          list dataset variants, raw-file status and how to get missing files
-    fairmiss validate CONFIG   check a config file without running anything
+    fairmiss validate CONFIG   check a config file without running anything (--kinds: every kind, its fields)
     fairmiss serve [SCHEDULES] Prefect deployments with schedules (params/schedules.yaml), run until Ctrl-C
     fairmiss ui                MLflow UI on 127.0.0.1 for the local store
 
@@ -140,6 +140,15 @@ def _cmd_datasets(args) -> int:
 
 
 def _cmd_validate(args) -> int:
+    if args.kinds:  # every registered kind with its fields, flags and module (docs/kinds.md)
+        from fairmiss.config.kinds import describe_kinds
+
+        print(describe_kinds())
+        return 0
+    if args.config is None:
+        print("fairmiss: error: validate needs a CONFIG (or --kinds)", file=sys.stderr)
+        return 2
+
     def go():
         from fairmiss.config import load_study_config
 
@@ -207,8 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("datasets", help="list dataset variants and raw-file status")
     p.add_argument("--raw-dir", default=None)
     p.set_defaults(fn=_cmd_datasets)
-    p = sub.add_parser("validate", help="validate a config file")
-    p.add_argument("config")
+    p = sub.add_parser("validate", help="validate a config file (--kinds: list every kind and its fields)")
+    p.add_argument("config", nargs="?")
+    p.add_argument("--kinds", action="store_true", help="print every registered dataset, missingness, imputer, "
+                   "learner and metric kind with its config fields (the page docs/kinds.md)")
     p.set_defaults(fn=_cmd_validate)
     p = sub.add_parser("serve", help="create Prefect deployments with schedules and run them")
     p.add_argument("schedules", nargs="?", default="params/schedules.yaml")
