@@ -13,7 +13,7 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Entry", "Registry", "discover"]
+__all__ = ["Entry", "PluginError", "Registry", "discover", "load_plugins"]
 
 
 @dataclass(frozen=True)
@@ -75,11 +75,42 @@ class Registry:
         return tuple(order) + tuple(extra)
 
 
-def discover(package: str, *, skip: tuple[str, ...] = (), subpackage_module: str | None = None) -> list[str]:
+class PluginError(ImportError):
+    """An installed plugin (an entry point in a ``fairmiss.*`` group) whose module cannot be imported."""
+
+
+def load_plugins(group: str) -> list[str]:
+    """Import the module of every entry point in ``group`` (e.g. ``fairmiss.learners``) of the installed
+    distributions, in entry-point-name order, so that each registers its kinds exactly like a built-in kind
+    module. The entry point's value is a module (``my_pkg.learners``; an ``:attr`` part is ignored). Returns
+    the imported module names. A plugin that fails to import raises :class:`PluginError` naming its
+    distribution, entry point and the import error: never a silently missing kind."""
+    from importlib.metadata import entry_points
+
+    seen: dict[tuple[str, str], object] = {}
+    for ep in entry_points(group=group):
+        seen.setdefault((ep.name, ep.value), ep)  # the same distribution found twice on sys.path
+    names = []
+    for (name, value), ep in sorted(seen.items()):
+        module = value.split(":", 1)[0].strip()
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - re-raised with the plugin named
+            raise PluginError(f"fairmiss plugin {name!r} (entry point group {group!r}, distribution {dist!r}) "
+                              f"failed to import {module!r}: {type(exc).__name__}: {exc}") from exc
+        names.append(module)
+    return names
+
+
+def discover(package: str, *, skip: tuple[str, ...] = (), subpackage_module: str | None = None,
+             entry_point_group: str | None = None) -> list[str]:
     """Import every kind module of ``package`` so that each registers itself: its top-level modules (but
     the names in ``skip``) and, with ``subpackage_module="spec"``, the ``spec`` module of each of its
-    subpackages (a paper method's package keeps its spec and builder there). Returns the imported names,
-    sorted. An import error propagates: a broken kind module is an error, never a silently missing kind."""
+    subpackages (a paper method's package keeps its spec and builder there); then, with
+    ``entry_point_group``, the plugin modules of installed packages (:func:`load_plugins`). Returns the
+    imported names: the built-in ones sorted, then the plugins'. An import error propagates: a broken kind
+    module or plugin is an error, never a silently missing kind."""
     pkg = importlib.import_module(package)
     names = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
@@ -97,4 +128,6 @@ def discover(package: str, *, skip: tuple[str, ...] = (), subpackage_module: str
             name = f"{package}.{info.name}"
         importlib.import_module(name)
         names.append(name)
+    if entry_point_group is not None:
+        names += load_plugins(entry_point_group)
     return names

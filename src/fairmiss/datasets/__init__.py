@@ -9,7 +9,8 @@ from fairmiss.datasets.registry import DatasetError, DatasetVariant, lookup, reg
 # module (+ its test).
 from fairmiss._registry import discover as _discover  # noqa: E402
 
-DATASET_MODULES = _discover("fairmiss.datasets", skip=("acquire", "csvcheck", "prepare", "registry", "validate"))
+DATASET_MODULES = _discover("fairmiss.datasets", skip=("acquire", "csvcheck", "prepare", "registry", "validate"),
+                            entry_point_group="fairmiss.datasets")
 
 
 def get_variant(name: str) -> DatasetVariant:

@@ -21,7 +21,7 @@ __all__ = ["ConstantImputerSpec", "ImputerSpec", "IterativeImputerSpec", "KNNImp
 
 #: Every module of fairmiss.impute is imported so that added imputer kinds register themselves (adding an
 #: imputer kind is one module + its test).
-KIND_MODULES = discover("fairmiss.impute", skip=("build", "specs"))
+KIND_MODULES = discover("fairmiss.impute", skip=("build", "specs"), entry_point_group="fairmiss.imputers")
 
 #: The union's order: the built-in kinds as before the registry, then added kinds sorted by name.
 IMPUTER_SPEC_ORDER = IMPUTER_KINDS.specs([

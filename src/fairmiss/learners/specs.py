@@ -33,7 +33,8 @@ __all__ = ["BuDROSpec", "DecisionTreeSpec", "EqualityConstrainedSpec", "Exponent
 
 #: Every kind module registers itself: the top-level modules of fairmiss.learners and each method package's
 #: ``spec`` module. Adding a learner kind is one module (+ its test); nothing else lists it.
-KIND_MODULES = discover("fairmiss.learners", skip=("adapter", "build", "specs"), subpackage_module="spec")
+KIND_MODULES = discover("fairmiss.learners", skip=("adapter", "build", "specs"), subpackage_module="spec",
+                        entry_point_group="fairmiss.learners")
 
 #: The union's order: the built-in kinds as before the registry, then added kinds sorted by name.
 LEARNER_SPEC_ORDER = LEARNER_KINDS.specs([

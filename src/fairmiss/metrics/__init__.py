@@ -57,7 +57,8 @@ logger = logging.getLogger(__name__)
 # the package makes the registry complete (an import error propagates).
 from fairmiss._registry import discover as _discover  # noqa: E402
 
-KIND_MODULES = _discover("fairmiss.metrics", skip=("gaps", "independence", "kinds", "rates"))
+KIND_MODULES = _discover("fairmiss.metrics", skip=("gaps", "independence", "kinds", "rates"),
+                         entry_point_group="fairmiss.metrics")
 
 __all__ = ["evaluate", "evaluate_reference", "group_confusion_matrices", "FAIRNESS_METRICS",
            "group_counts", "confusion_counts", "from_counts", "between_groups", "group_gaps", "gap_rms", "gap_max",

@@ -129,7 +129,8 @@ MISSINGNESS_KINDS.register("ampute", Ampute, inject)
 MISSINGNESS_KINDS.register("preset", Preset, inject, by_group=True)
 
 #: Added mechanism kinds register themselves in their own module (adding one is one module + its test).
-KIND_MODULES = discover("fairmiss.missingness", skip=("kinds", "mechanisms", "specs", "splits"))
+KIND_MODULES = discover("fairmiss.missingness", skip=("kinds", "mechanisms", "specs", "splits"),
+                        entry_point_group="fairmiss.missingness")
 
 #: The union's order: the built-in kinds as before the registry, then added kinds sorted by name.
 MISSINGNESS_SPEC_ORDER = MISSINGNESS_KINDS.specs([NoMissingness, MCARGroup, MCAR, MAR, MNARCensor, Ampute, Preset])
