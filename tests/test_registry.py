@@ -16,7 +16,10 @@ from fairmiss.learners.adapter import LEARNER_KINDS
 from fairmiss.learners.build import LEARNERS, make_learner
 
 #: fields without a default, per kind (everything else is the spec's default)
-REQUIRED = {"budro": {"protected": ["x0"]}, "budro_project": {"protected": ["x0"]}, "reweigh": {"protected": ["x0"]}}
+REQUIRED = {"budro": {"protected": ["x0"]}, "budro_project": {"protected": ["x0"]}, "reweigh": {"protected": ["x0"]},
+            # kind "estimator" is both a learner and an imputer kind: keyed by (registry, kind)
+            ("learner", "estimator"): {"estimator": "sklearn.linear_model.LogisticRegression"},
+            ("imputer", "estimator"): {"estimator": "sklearn.impute.SimpleImputer"}}
 #: small enough to fit in a second, still the kind's own code path
 SMALL = {
     "fair_mip_forest": {"n_trees": 1, "max_depth": 1, "batch_size": 40, "solver": "search"},
@@ -39,9 +42,9 @@ def table():
 
 
 def test_registered_kinds_are_the_known_kinds():
-    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 16
+    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 17
     assert set(IMPUTER_KINDS.kinds()) == {"mean", "median", "most_frequent", "constant", "knn", "iterative",
-                                          "none", "multiple", "random_sample"}
+                                          "none", "multiple", "random_sample", "estimator"}
 
 
 def test_unions_list_the_registered_specs_in_the_fixed_order():
@@ -84,7 +87,7 @@ def _spec(registry, kind, extra=None):
     from fairmiss.config import ImputerSpec, LearnerSpec
 
     union = LearnerSpec if registry is LEARNER_KINDS else ImputerSpec
-    spec = TypeAdapter(union).validate_python({"kind": kind, **REQUIRED.get(kind, {}), **(extra or {})})
+    spec = TypeAdapter(union).validate_python({"kind": kind, **REQUIRED.get((registry.what, kind), REQUIRED.get(kind, {})), **(extra or {})})
     assert type(spec) is registry[kind].spec
     return spec
 

@@ -122,7 +122,7 @@ class ExperimentConfig(_Strict):
         bad = [
             f"imputer 'none' with learner '{ln.label}'"
             for imp in self.imputers if imp.kind == "none"
-            for ln in self.learners if ln.kind not in NATIVE_MISSING and _pairs(ln, imp)
+            for ln in self.learners if not _takes_nan(ln) and _pairs(ln, imp)
         ]
         if bad:
             raise ValueError(
@@ -132,7 +132,7 @@ class ExperimentConfig(_Strict):
         bad_mi = [
             f"imputer '{imp.label}' with learner '{ln.label}'"
             for imp in self.imputers if imp.kind == "multiple"
-            for ln in self.learners if ln.kind not in MI_LEARNERS and _pairs(ln, imp)
+            for ln in self.learners if not _wrappable_by_mi(ln) and _pairs(ln, imp)
         ]
         if bad_mi:
             raise ValueError(
@@ -161,6 +161,19 @@ class ExperimentConfig(_Strict):
 
 def _pairs(learner, imputer) -> bool:
     return learner.imputers is None or imputer.label in learner.imputers
+
+
+def _takes_nan(learner) -> bool:
+    """The learner accepts NaN in X: the spec instance says so where it decides per instance (``takes_nan``,
+    e.g. ``kind: estimator`` from ``accepts_nan`` or scikit-learn's tags), else its kind's flag."""
+    own = getattr(learner, "takes_nan", None)
+    return learner.kind in NATIVE_MISSING if own is None else bool(own)
+
+
+def _wrappable_by_mi(learner) -> bool:
+    """The multiple imputer can wrap the learner: per instance (``wrappable_by_mi``) or by its kind's flag."""
+    own = getattr(learner, "wrappable_by_mi", None)
+    return learner.kind in MI_LEARNERS if own is None else bool(own)
 
 
 def missingness_label(m) -> str:

@@ -99,16 +99,22 @@ def load_study_config(path: str | Path, *, quick: bool = False):
 
 
 def _format_errors(path: Path | str, exc: ValidationError) -> str:
-    """One line: ``FILE: invalid config: KEY: problem; KEY: problem`` (the CLI prints exactly one line)."""
+    """``FILE: invalid config: KEY: problem`` for one error; for several, one line per error below
+    ``FILE: invalid config (N errors):``, each naming its key. Messages are never cut (only the echoed
+    input, ``got …``, is shortened)."""
     items = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
         if err["type"] == "extra_forbidden":
             items.append(f"unknown key '{loc}'")
         else:
+            msg = " ".join(str(err["msg"]).split())
             got = " ".join(repr(err.get("input")).split())
-            items.append(f"{loc or '<root>'}: {err['msg']} (got {got[:120]})")
-    return f"{path}: invalid config: " + "; ".join(items)
+            got = got if len(got) <= 120 else got[:117] + "..."
+            items.append(f"{loc or '<root>'}: {msg} (got {got})")
+    if len(items) == 1:
+        return f"{path}: invalid config: {items[0]}"
+    return f"{path}: invalid config ({len(items)} errors):\n" + "\n".join(f"  {it}" for it in items)
 
 
 def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
