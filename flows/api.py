@@ -1,0 +1,96 @@
+"""Run a config from Python (a notebook): the same Prefect flow as ``fairmiss run`` / ``python -m flows.run``.
+
+>>> from flows.api import run
+>>> res = run("params/compas_default.yaml", quick=True)
+>>> res.cells.head()          # one row per cell (split x missingness x imputer x learner)
+>>> res.parent_run_id         # the MLflow parent run (children: one run per cell)
+
+``config`` is a path or a dict (the YAML as a dict). A dict is written to a YAML file first (atomically, in
+a temporary directory), since the flow, MLflow and the results record the config path. This module is
+outside the library: :mod:`fairmiss` has no Prefect.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from flows.run import run_any
+
+__all__ = ["RunResult", "run"]
+
+
+@dataclass
+class RunResult:
+    """What :func:`run` returns: the cell table (``cells.csv`` as a DataFrame), the MLflow parent run id,
+    the experiment's results directory and the run's ``metrics.json`` (summary per missingness x method)."""
+
+    cells: pd.DataFrame
+    parent_run_id: str
+    results_dir: Path
+    metrics: dict = field(default_factory=dict)
+    tracking_uri: str | None = None
+    #: True when nothing ran because results and MLflow runs were already up to date (``force=False``)
+    up_to_date: bool = False
+
+
+def _write_yaml(config: Mapping[str, Any], directory: Path) -> Path:
+    import yaml
+
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".yaml.tmp", dir=directory)
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(dict(config), f, sort_keys=False)
+    path = directory / "config.yaml"
+    os.replace(tmp, path)
+    return path
+
+
+def run(config: str | Path | Mapping[str, Any], *, quick: bool = False, results_dir: str | Path = "results",
+        processed_dir: str | Path = "processed", tracking_uri: str | None = None, force: bool = False,
+        raw_dir: str | None = None) -> RunResult:
+    """Run ``config`` (a YAML path or a dict) through :func:`flows.run.run_any` — the flow the CLI runs —
+    and return its cell table and MLflow parent run id.
+
+    ``tracking_uri`` overrides the config's ``tracking.uri`` (default: the config's, else
+    ``MLFLOW_TRACKING_URI``, else ``sqlite:///mlruns/mlflow.db``); with a path config it is passed through
+    ``MLFLOW_TRACKING_URI`` for the duration of the call, which applies when the config names no ``uri``.
+    ``force`` runs even when the results are up to date (cells are still reused from the store when
+    ``execution.resume`` is on). Errors are the same as the CLI's (e.g. :class:`fairmiss.config.ConfigError`).
+    Grid configs only: a study config (``study:`` key) has no cell table.
+    """
+    kw: dict[str, Any] = {"results_dir": str(results_dir), "processed_dir": str(processed_dir)}
+    if raw_dir is not None:
+        kw["raw_dir"] = raw_dir
+    with tempfile.TemporaryDirectory(prefix="fairmiss-api-") as tmp:
+        if isinstance(config, Mapping):
+            cfg = dict(config)
+            if "study" in cfg:
+                raise ValueError("flows.api.run: study configs have no cell table; use `fairmiss study`")
+            if tracking_uri is not None:
+                cfg["tracking"] = {**dict(cfg.get("tracking") or {}), "uri": tracking_uri}
+            path = _write_yaml(cfg, Path(tmp))
+        else:
+            path = Path(config)
+        old = os.environ.get("MLFLOW_TRACKING_URI")
+        if tracking_uri is not None:
+            os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
+        try:
+            out = run_any(path, quick=quick, force=force, **kw)
+        finally:
+            if tracking_uri is not None:
+                if old is None:
+                    os.environ.pop("MLFLOW_TRACKING_URI", None)
+                else:
+                    os.environ["MLFLOW_TRACKING_URI"] = old
+    if "metrics" not in out or "results_dir" not in out:
+        raise ValueError(f"flows.api.run: {config!r} is not a grid config (no cell table)")
+    out_dir = Path(out["results_dir"])
+    return RunResult(cells=pd.read_csv(out_dir / "cells.csv"), parent_run_id=out["parent_run_id"],
+                     results_dir=out_dir, metrics=out["metrics"], tracking_uri=out.get("tracking_uri"),
+                     up_to_date=bool(out.get("up_to_date")))
