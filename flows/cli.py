@@ -4,6 +4,7 @@
     fairmiss study NAME        run a paper study from params/studies/ (--quick: small version)
     fairmiss report NAME       rebuild a study's self-contained HTML report and log it to MLflow
     fairmiss ingest DATASET    fetch and verify raw files (official URL or FAIRMISS_DATA_MIRROR)
+    fairmiss ingest FILE --label L --group G [--out CONFIG] [--force]   check your own CSV/Parquet, write a config
     fairmiss datasets          list dataset variants, raw-file status and how to get missing files
     fairmiss validate CONFIG   check a config file without running anything (--kinds: every kind, its fields)
     fairmiss serve [SCHEDULES] Prefect deployments with schedules (params/schedules.yaml), run until Ctrl-C
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -96,7 +98,85 @@ def _cmd_run(args) -> int:
     return run_guarded(go)
 
 
+def _looks_like_file(arg: str) -> bool:
+    from pathlib import Path
+
+    return Path(arg).suffix.lower() in (".csv", ".parquet") or "://" in arg
+
+
+def _starter_config(args) -> str:
+    """Check the user's file (every error names file, line and column) and return a starter config's text."""
+    from pathlib import Path
+
+    import pandas as pd
+    import yaml
+
+    from fairmiss.config import DatasetSpec
+    from fairmiss.datasets.own import ensure_registered, _header
+    from fairmiss.datasets.registry import PII_COLUMNS
+
+    f = args.dataset
+    if args.label is None or args.group is None:
+        raise ConfigError(f"{f}: ingest of your own file needs --label COLUMN and --group COLUMN")
+    drop, categorical = list(args.drop or []), list(args.categorical or [])
+    if "://" not in f:
+        kind, header = _header(Path(f))
+        drop += [c for c in header if c.lower() in PII_COLUMNS and c not in drop and c not in (args.label, args.group)]
+        if not args.categorical:  # text columns (not the label / group / dropped ones) become categorical
+            rest = [c for c in header if c not in drop and c not in (args.label, args.group)]
+            sample = (pd.read_parquet(f, columns=rest) if kind == "parquet"
+                      else pd.read_csv(f, usecols=rest, dtype=str, keep_default_na=False, nrows=5000))
+            for c in rest:
+                vals = sample[c].dropna().astype(str).str.strip()
+                vals = vals[vals != ""]
+                if len(vals) and pd.to_numeric(vals, errors="coerce").isna().any():
+                    categorical.append(c)
+    ds = {"file": f, "label": args.label, "group": args.group}
+    if args.positive is not None:
+        ds["positive"] = args.positive
+    if drop:
+        ds["drop"] = drop
+    if categorical:
+        ds["categorical"] = categorical
+    try:
+        spec = DatasetSpec(**ds)
+    except ValueError as exc:
+        raise ConfigError(f"{f}: {exc}") from None
+    v = ensure_registered(spec)
+    stem = Path(f.split("?")[0]).stem
+    cfg = {"experiment": re.sub(r"[^A-Za-z0-9_-]+", "_", f"own_{stem}"),
+           "description": f"starter config written by `fairmiss ingest {f}`: edit the missingness, imputers and learners",
+           "seed": 0, "dataset": ds,
+           "split": {"test_size": 0.3, "n_splits": 3, "stratify": "group_label"},
+           "missingness": [{"kind": "none"}],
+           "imputers": [{"kind": "none"}, {"kind": "mean"}],
+           "learners": [{"kind": "decision_tree", "name": "tree_d4", "max_depth": 4},
+                        {"kind": "hist_gradient_boosting", "name": "hgb"}],
+           "fairness_metric": "fnr_difference"}
+    head = (f"# starter config for {f}: {v.expected_rows} rows, {len(v.features)} features, group '{v.group}' "
+            f"{v.group_encoding}, label '{v.label}' {v.label_encoding}\n"
+            "# a relative dataset.file is relative to the directory you run `fairmiss run` from\n")
+    return head + yaml.safe_dump(cfg, sort_keys=False)
+
+
+def _cmd_ingest_file(args) -> int:
+    from pathlib import Path
+
+    from fairmiss.io import atomic_write_text
+
+    def go():
+        text = _starter_config(args)  # everything checked before anything is written
+        out = Path(args.out or Path(args.dataset.split("?")[0]).with_suffix(".yaml").name)
+        if out.exists() and not args.force:
+            raise ConfigError(f"{out}: exists; not overwritten (use --force, or --out another file)")
+        atomic_write_text(out, text)
+        print(f"ok  {args.dataset} checked; wrote {out}")
+    return run_guarded(go)
+
+
 def _cmd_ingest(args) -> int:
+    if _looks_like_file(args.dataset):
+        return _cmd_ingest_file(args)
     from fairmiss.datasets import fetch
     from fairmiss.datasets import get_variant
     from fairmiss.datasets import list_variants
@@ -209,9 +289,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default="results")
     p.add_argument("--no-mlflow", action="store_true", help="write the file only, log nothing")
     p.set_defaults(fn=_cmd_report)
-    p = sub.add_parser("ingest", help="fetch and verify a dataset's raw files ('all' for every dataset)")
-    p.add_argument("dataset")
+    p = sub.add_parser("ingest", help="fetch and verify a dataset's raw files ('all' for every dataset); or check "
+                                      "your own .csv/.parquet file and write a starter config")
+    p.add_argument("dataset", help="a dataset name, 'all', or your own FILE (.csv / .parquet / URL)")
     p.add_argument("--raw-dir", default=None)
+    p.add_argument("--label", default=None, help="own file: the binary label column")
+    p.add_argument("--group", default=None, help="own file: the protected-attribute column")
+    p.add_argument("--positive", default=None, help="own file: the label's positive value (if not 1/true)")
+    p.add_argument("--drop", nargs="*", default=None, help="own file: columns never read (PII)")
+    p.add_argument("--categorical", nargs="*", default=None,
+                   help="own file: one-hot columns (default: the text columns)")
+    p.add_argument("--out", default=None, help="own file: the starter config to write (default: <stem>.yaml here)")
+    p.add_argument("--force", action="store_true", help="own file: overwrite --out")
     p.set_defaults(fn=_cmd_ingest)
     p = sub.add_parser("datasets", help="list dataset variants and raw-file status")
     p.add_argument("--raw-dir", default=None)

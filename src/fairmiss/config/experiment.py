@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from fairmiss.io import stable_hash
 from fairmiss._spec import SafeName, _Strict
@@ -23,9 +23,60 @@ __all__ = ["Cell", "DatasetSpec", "ExecutionSpec", "ExperimentConfig", "METRICS"
 
 # --------------------------------------------------------------------------- dataset / split
 class DatasetSpec(_Strict):
+    """A built-in / registered dataset (``name``, ``options``) or the user's own file (``file`` + ``label`` +
+    ``group`` …, see :mod:`fairmiss.datasets.own`); for own data ``name`` is derived (``own_<stem>_<hash8>``
+    over the own-data fields and the file's content). The own-data fields are left out of dumps while unset,
+    so configs written before they existed keep their config hash."""
+
     name: str
     options: dict[str, Any] = Field(default_factory=dict)
     group_as_feature: bool = False
+    #: own data: a local path (relative to the current directory) or a URL, .csv or .parquet
+    file: Annotated[str, Field(min_length=1)] | None = None
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
+    label: Annotated[str, Field(min_length=1)] | None = None
+    positive: str | int | bool | None = None
+    group: Annotated[str, Field(min_length=1)] | None = None
+    group_names: dict[str | int, str] | None = None
+    features: list[Annotated[str, Field(min_length=1)]] | None = None
+    drop: list[Annotated[str, Field(min_length=1)]] | None = None
+    categorical: list[Annotated[str, Field(min_length=1)]] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_name(cls, data):
+        if not isinstance(data, dict):
+            return data
+        own = [k for k in _OWN_ONLY if data.get(k) is not None]
+        if data.get("file") is None:
+            if own:
+                raise ValueError(f"{own[0]} is for your own data: give 'file' too (or remove it)")
+            if data.get("name") is None:
+                raise ValueError("give 'name' (a registered dataset) or 'file' (your own CSV / Parquet data)")
+            return data
+        for k in ("label", "group"):
+            if not data.get(k):
+                raise ValueError(f"'{k}' is required with 'file' (the column holding the {k})")
+        if data.get("options"):
+            raise ValueError("'options' are for registered datasets, not with 'file'")
+        from fairmiss.datasets.own import OWN_FIELDS, derive_name
+
+        name = derive_name({k: data.get(k) for k in OWN_FIELDS})
+        if data.get("name") not in (None, name):
+            raise ValueError(f"'name' is derived with 'file' ({name}); leave it out")
+        return {**data, "name": name}
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_own_fields(self, handler):
+        out = handler(self)
+        for k in _OWN_FIELDS_ALL:
+            if k in out and out[k] is None:
+                del out[k]
+        return out
+
+
+_OWN_ONLY = ("sha256", "label", "positive", "group", "group_names", "features", "drop", "categorical")
+_OWN_FIELDS_ALL = ("file", *_OWN_ONLY)
 
 
 class SplitSpec(_Strict):

@@ -139,6 +139,11 @@ def check_dataset_spec(spec: DatasetSpec, source: str | Path = "<dict>") -> None
     their defaults (:meth:`fairmiss.datasets.registry.DatasetVariant.option_problems`)."""
     from fairmiss.datasets import dataset_names
     from fairmiss.datasets import get_variant
+    if spec.file is not None:  # own data: read and check the file now (DatasetError names file, line, column)
+        from fairmiss.datasets.own import ensure_registered
+
+        ensure_registered(spec)  # a URL is fetched into the raw directory (verified against sha256 if given)
+        return
     if spec.name not in dataset_names():
         raise ConfigError(f"{source}: dataset.name: unknown dataset '{spec.name}'; known: {', '.join(dataset_names())}")
     problems = get_variant(spec.name).option_problems(spec.options)

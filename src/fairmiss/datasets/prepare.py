@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairmiss.datasets import get_variant
+from fairmiss.datasets import get_variant  # noqa: F401  (re-exported by fairmiss.pipeline)
+from fairmiss.datasets.own import variant_for
 from fairmiss.datasets.validate import check_groups, suite_fingerprint, validate_table
 from fairmiss.io import atomic_write_json, atomic_write_with
 
@@ -95,6 +96,8 @@ def persist_processed(df: pd.DataFrame, info: dict, processed_dir: Path, stem: s
 
 def _data_where(variant, raw_dir=None) -> str:
     """How an error names a dataset: its variant and raw file(s) (or 'synthetic')."""
+    if getattr(variant, "source", None):  # own data: the file as the config names it
+        return f"dataset file {variant.source}"
     if variant.synthetic or not variant.raw_files:
         return f"dataset '{variant.name}' (synthetic)"
     from fairmiss.datasets.acquire import default_raw_dir
@@ -119,7 +122,7 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
     """
     import os
 
-    variant = get_variant(dataset_spec.name)
+    variant = variant_for(dataset_spec, raw_dir=raw_dir, allow_download=allow_download)
     df, info = variant.build(raw_dir, allow_download=allow_download, **dataset_spec.options)
     # fairness needs two groups (and both classes where the metric needs them): checked before the gate
     # and before anything is written (processed/ included); fairness_metric=None checks groups and classes

@@ -162,32 +162,8 @@ class _Direct:
         return self.est.predict_proba(X, sensitive_features=z)[:, 1]
 
 
-class ProjectedHead(ClassifierMixin, BaseEstimator):
-    """A group-orthogonal projector (OG / SOG, fitted on the training rows) followed by a head model.
-
-    Test rows are mapped inductively (spec 002 §1.10 b): their group is used to remove its component."""
-
-    # Not de-duplicated against fairmiss.learners.orthogonal.spec._ProjectThenFit (issue K): given the same
-    # projector and head both give bit-identical predict_proba (checked on synthetic data for OG scores, SOG
-    # scores and OG reconstruction + lasso), but this one fits clones (the template stays unfitted, sklearn
-    # style) and sets classes_, while _ProjectThenFit fits in place and is pickled in logged models under its
-    # own name, so neither can simply replace the other.
-
-    def __init__(self, projector=None, head=None):
-        self.projector = projector
-        self.head = head
-
-    def fit(self, X, y, sensitive_features=None):
-        from sklearn.base import clone
-
-        self.projector_ = clone(self.projector)
-        S = self.projector_.fit_transform(X, sensitive_features=sensitive_features)
-        self.head_ = clone(self.head).fit(S, y)
-        self.classes_ = self.head_.classes_
-        return self
-
-    def predict_proba(self, X, sensitive_features=None):
-        return self.head_.predict_proba(self.projector_.transform(X, sensitive_features=sensitive_features))
+# the project-then-head model is the orthogonal learner's (one implementation)
+from fairmiss.learners.orthogonal.head import ProjectedHead  # noqa: E402
 
 
 def _lasso(C: float, seed: int):

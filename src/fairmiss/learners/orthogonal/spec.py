@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field
-from sklearn.base import BaseEstimator, ClassifierMixin
+
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase
 from fairmiss.learners.baselines import _lr
+from fairmiss.learners.orthogonal.head import ProjectedHead
 
 __all__ = ['OrthogonalSpec']
 
@@ -31,27 +32,16 @@ class OrthogonalSpec(_LearnerBase):
     n_estimators: Annotated[int, Field(ge=1)] = 500
 
 
-class _ProjectThenFit(ClassifierMixin, BaseEstimator):
-    """Group-orthogonal projection (002) fitted on train, then a head model on the projected data."""
+class _ProjectThenFit(ProjectedHead):
+    """Deprecated name of :class:`~fairmiss.learners.orthogonal.head.ProjectedHead`, kept so that models logged
+    before issue K load: such a pickle holds the projector and head fitted in place (``projector``, ``head``,
+    ``is_fitted_``); :meth:`__setstate__` maps that state onto ProjectedHead's fitted attributes."""
 
-    def __init__(self, projector, head):
-        self.projector = projector
-        self.head = head
-
-    def fit(self, X, y, sensitive_features):
-        Z = self.projector.fit_transform(X, sensitive_features=sensitive_features)
-        self.head.fit(Z, y)
-        self.is_fitted_ = True
-        return self
-
-    def _z(self, X, sensitive_features):
-        return self.projector.transform(X, sensitive_features=sensitive_features)
-
-    def predict(self, X, sensitive_features):
-        return self.head.predict(self._z(X, sensitive_features))
-
-    def predict_proba(self, X, sensitive_features):
-        return self.head.predict_proba(self._z(X, sensitive_features))
+    def __setstate__(self, state):
+        if state.get("is_fitted_") and "projector_" not in state:
+            state = {**state, "projector_": state["projector"], "head_": state["head"],
+                     "classes_": state["head"].classes_}
+        super().__setstate__(state)
 
 
 def _orthogonal(spec, seed, threads):
@@ -67,7 +57,7 @@ def _orthogonal(spec, seed, threads):
         head = RandomForestClassifier(n_estimators=spec.n_estimators, n_jobs=threads, random_state=seed)
     else:
         head = make_pipeline(StandardScaler(), _lr(spec.C, "l1" if spec.head == "lasso" else "l2", 1000, seed))
-    return Learner(_ProjectThenFit(proj, head), needs_sensitive_fit=True, needs_sensitive_predict=True)
+    return Learner(ProjectedHead(proj, head), needs_sensitive_fit=True, needs_sensitive_predict=True)
 
 
 LEARNER_KINDS.register("orthogonal", OrthogonalSpec, _orthogonal, needs_groups=True, family="orthogonal")
