@@ -157,6 +157,8 @@ def test_imputer_seed_is_random_state():
     it = _imputer({"kind": "estimator", "estimator": "fairmiss.impute.random_sample.RandomSampleImputer"})
     assert make_imputer(it, seed=9).random_state == 9
     assert it.label == "RandomSampleImputer"
+    ii = _imputer({"kind": "estimator", "estimator": "sklearn.impute.IterativeImputer", "params": {"max_iter": 3}})
+    assert make_imputer(ii, seed=9).get_params()["random_state"] == 9
 
 
 # --------------------------------------------------------------------------- bad input

@@ -36,12 +36,15 @@ def resolve_class(path: str) -> type:
         raise ValueError(f"{path!r}: no module named {exc.name!r} (is the package installed?)") from None
     except Exception as exc:  # noqa: BLE001 - a module that fails to import is a user-facing config error
         raise ValueError(f"{path!r}: importing module {module_name!r} failed: {type(exc).__name__}: {exc}") from None
-    if attr not in vars(module):
+    try:  # one attribute of the module (a module-level __getattr__ counts: lazily loaded packages)
+        cls = vars(module)[attr] if attr in vars(module) else getattr(module, attr)
+    except Exception as exc:  # noqa: BLE001 - AttributeError, or a lazy loader's ImportError
+        if not isinstance(exc, AttributeError):
+            raise ValueError(f"{path!r}: {type(exc).__name__}: {' '.join(str(exc).split())}") from None
         public = [n for n, v in vars(module).items() if inspect.isclass(v) and not n.startswith("_")]
         close = difflib.get_close_matches(attr, public, n=3)
         hint = f"; did you mean {', '.join(f'{module_name}.{c}' for c in close)}?" if close else ""
-        raise ValueError(f"{path!r}: module {module_name!r} has no attribute {attr!r}{hint}")
-    cls = vars(module)[attr]
+        raise ValueError(f"{path!r}: module {module_name!r} has no attribute {attr!r}{hint}") from None
     if not inspect.isclass(cls):
         raise ValueError(f"{path!r} is a {type(cls).__name__}, not a class (an estimator class is expected)")
     return cls
