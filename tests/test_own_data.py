@@ -252,3 +252,16 @@ def test_flow_run_any_on_own_data(tmp_path):
     runs = client.search_runs([client.get_run(out["parent_run_id"]).info.experiment_id])
     for r in runs:
         assert "Synthetic Person" not in json.dumps(r.data.params) and "name" not in r.data.params
+
+
+def test_prepare_flow_takes_an_own_data_config(tmp_path, monkeypatch):
+    """``python -m flows.prepare --config CONFIG`` (a DVC stage for an own-data config, the file as its dep)."""
+    from flows.prepare import main
+
+    cfg = _config(tmp_path, _example_dataset())
+    name = load_config(cfg).dataset.name
+    monkeypatch.chdir(tmp_path)  # Data Docs go to reports/datadocs/<name> under the current directory
+    assert main(["--config", str(cfg), "--processed-dir", str(tmp_path / "processed")]) == 0
+    assert (tmp_path / "processed" / f"{name}.parquet").exists()
+    assert main(["--config", str(tmp_path / "nope.yaml"), "--processed-dir", str(tmp_path / "p2")]) == 2
+    assert not (tmp_path / "p2").exists()
