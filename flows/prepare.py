@@ -1,6 +1,7 @@
 """Prepare flow: fetch/verify raw files, build the processed table, run the validation gate.
 
-``python -m flows.prepare --dataset compas_000`` is the first stage of ``dvc.yaml``; it writes
+``python -m flows.prepare --dataset compas_000`` is the first stage of ``dvc.yaml`` (``--config CONFIG``: the
+dataset of an experiment config, e.g. the user's own file — a DVC stage lists that file as a dep); it writes
 ``processed/<dataset>.parquet`` and ``processed/<dataset>.json`` (provenance: row counts after
 each preprocessing step, raw SHA-256s, content hash) atomically, and Great Expectations Data Docs
 under ``reports/datadocs/<dataset>/``.
@@ -19,10 +20,13 @@ from tasks.experiment import acquire_task, prepare_task
 
 
 @flow(name="fairmiss-prepare")
-def prepare_flow(dataset: str, processed_dir: str = "processed", raw_dir: str | None = None) -> dict:
+def prepare_flow(dataset: str | DatasetSpec, processed_dir: str = "processed", raw_dir: str | None = None) -> dict:
+    """``dataset``: a registered dataset's name, or a :class:`DatasetSpec` (own data: ``file`` + ``label`` …)."""
     log = get_run_logger()
+    spec = dataset if isinstance(dataset, DatasetSpec) else DatasetSpec(name=dataset)
+    dataset = spec.name
     acquire_task(dataset, raw_dir)
-    data = prepare_task(DatasetSpec(name=dataset), raw_dir, processed_dir, str(Path("reports") / "datadocs" / dataset))
+    data = prepare_task(spec, raw_dir, processed_dir, str(Path("reports") / "datadocs" / dataset))
     log.info("%s: %d rows, hash %s, provenance %s", dataset, len(data.df), data.data_hash,
              {k: v for k, v in data.info.items() if k.startswith("rows")})
     return data.info
@@ -30,12 +34,21 @@ def prepare_flow(dataset: str, processed_dir: str = "processed", raw_dir: str | 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m flows.prepare")
-    ap.add_argument("--dataset", required=True)
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--dataset", help="a registered dataset's name")
+    which.add_argument("--config", help="an experiment config: prepare its dataset (e.g. your own file)")
     ap.add_argument("--processed-dir", default="processed")
     args = ap.parse_args(argv)
     from flows.errors import run_guarded
 
-    return run_guarded(lambda: prepare_flow(args.dataset, args.processed_dir))
+    def go():
+        if args.config:
+            from fairmiss.config import load_config
+
+            return prepare_flow(load_config(args.config).dataset, args.processed_dir)
+        return prepare_flow(args.dataset, args.processed_dir)
+
+    return run_guarded(go)
 
 
 if __name__ == "__main__":
