@@ -265,3 +265,25 @@ def test_prepare_flow_takes_an_own_data_config(tmp_path, monkeypatch):
     assert (tmp_path / "processed" / f"{name}.parquet").exists()
     assert main(["--config", str(tmp_path / "nope.yaml"), "--processed-dir", str(tmp_path / "p2")]) == 2
     assert not (tmp_path / "p2").exists()
+
+
+def test_url_with_sha256_is_fetched_verified_and_checked(tmp_path, monkeypatch):
+    """A URL is fetched into the raw directory (here from the mirror, no network) and verified."""
+    import hashlib
+
+    from fairmiss.datasets import ChecksumError
+
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    data = (EXAMPLE / "credit.csv").read_bytes()
+    (mirror / "credit_remote.csv").write_bytes(data)
+    monkeypatch.setenv("FAIRMISS_DATA_MIRROR", str(mirror))
+    monkeypatch.setenv("FAIRMISS_RAW_DIR", str(tmp_path / "raw"))
+    ds = {**_example_dataset(), "file": "https://example.invalid/data/credit_remote.csv",
+          "sha256": hashlib.sha256(data).hexdigest()}
+    cfg = load_config(_config(tmp_path, ds))
+    df, _ = get_variant(cfg.dataset.name).build(tmp_path / "raw")
+    assert len(df) == 1000 and (tmp_path / "raw" / "credit_remote.csv").exists()
+    (tmp_path / "raw" / "credit_remote.csv").unlink()
+    with pytest.raises(ChecksumError):
+        load_config(_config(tmp_path, {**ds, "sha256": "0" * 64}))
