@@ -229,7 +229,10 @@ def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, nor
                             dtype="float64", keep_default_na=False, na_values=[""], skip_blank_lines=True)
             suspect = [c for c in raw_numeric if not np.isfinite(F[f"\x00{pos[c]}"].to_numpy()).all()]
         except (ValueError, pd.errors.ParserError):
-            suspect = _unparseable(text, names, [pos[c] for c in raw_numeric], raw_numeric)
+            # some numeric column does not parse as float64: without the fast frame every numeric column is
+            # checked cell by cell (the failing ones first, so the error names the first bad column)
+            bad = _unparseable(text, names, [pos[c] for c in raw_numeric], raw_numeric)
+            suspect = bad + [c for c in raw_numeric if c not in bad]
         raw = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=[pos[c] for c in suspect],
                           dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=True) if suspect else None
         for c in raw_numeric:
