@@ -70,6 +70,12 @@ class Learner:
             return np.asarray(est.predict_proba(X, sensitive_features=sensitive_features))[:, 1]
         return self.predict(X, sensitive_features).astype(float)
 
+    def fit_metrics(self) -> dict:
+        """Numbers the fitted estimator reports about its own fit (e.g. the Fair MIP Forest's solver
+        certificates), logged as cell metrics: the estimator's ``fit_metrics_`` dict of floats, if any."""
+        got = getattr(self.estimator, "fit_metrics_", None)
+        return {str(k): float(v) for k, v in got.items()} if isinstance(got, dict) else {}
+
 
 class _LearnerBase(_Strict):
     name: SafeLabel | None = None

@@ -149,6 +149,7 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         res.metrics = evaluate(y[te], pred, s[te], y_score=score, metrics=cfg.metrics)
         res.metrics.update(consistency_metrics(cfg, data, learner, Xte, imputer, X[te], s[te], pred))
         res.metrics.update(extra_group_metrics(cfg, data, te, y[te], pred))
+        res.metrics.update(learner.fit_metrics())
         res.metrics["n_train"] = float(len(tr))
         res.metrics["n_test"] = float(len(te))
         res.confusion = group_confusion_matrices(y[te], pred, s[te])
