@@ -5,7 +5,7 @@ learner grid, tracking, execution, reference) and its grid :class:`Cell`.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_serializer, model_validator
 
@@ -237,6 +237,10 @@ class Cell:
     missingness: Any
     imputer: Any
     learner: Any
+    #: does the method label name the imputer? ``None`` (unset): yes. The experiment flow sets it once the
+    #: data are known (:func:`fairmiss.pipeline.summary.label_cells`): True where the data have missing
+    #: values, else False. Not part of :attr:`key` nor of the cell cache key, and not compared.
+    with_imputer: bool | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
@@ -244,5 +248,9 @@ class Cell:
 
     @property
     def method(self) -> str:
-        """The method a user compares: imputer + learner (aggregated over splits)."""
+        """The method a user compares (aggregated over splits), one label everywhere (console, MLflow run
+        names and tags, legends, reports, metrics keys): the learner's name, prefixed by the imputer's
+        (``knn+tree_d3``) unless :attr:`with_imputer` is False (data without missing values: ``tree_d3``)."""
+        if self.with_imputer is False:
+            return self.learner.label
         return f"{self.imputer.label}+{self.learner.label}"
