@@ -349,16 +349,36 @@ def masked_columns(spec) -> list[str]:
         for p in kw["patterns"]:
             out += [c for c in (p["columns"] if isinstance(p, Mapping) else p.columns) if c not in out]
         return out
+    from fairmiss.missingness.kinds import MISSINGNESS_KINDS
+
+    entry = MISSINGNESS_KINDS[kw["kind"]] if kw["kind"] in MISSINGNESS_KINDS else None
+    if entry is not None and entry.flags.get("columns"):  # an added kind that nests specs names its columns
+        return list(entry.flags["columns"](kw))
     if "rates" in kw:
         return list(kw["rates"])
     return list(kw.get("columns", []))
 
 
-def inject(X: pd.DataFrame, spec, *, group: np.ndarray, rng: np.random.Generator, protected=()):
+def _context(kind: str, needs, ctx: dict) -> dict:
+    """The context an added kind declared it needs (``needs`` flag): ``label`` (the label of every row),
+    ``test_rows`` (boolean, the split's test rows), for the gate also ``original`` / ``masked``."""
+    out = {}
+    for k in needs:
+        if ctx.get(k) is None:
+            raise MissingnessError(f"missingness kind '{kind}' needs the {k.replace('_', ' ')} "
+                                   "(run it through fairmiss.pipeline.make_split)")
+        out[k] = ctx[k]
+    return out
+
+
+def inject(X: pd.DataFrame, spec, *, group: np.ndarray, rng: np.random.Generator, protected=(), label=None,
+           test_rows=None):
     """Apply a missingness spec (config model or dict from :func:`resolve`).
 
     ``protected`` names columns that must never be masked (the group and the label): a spec that
-    lists one raises :class:`MissingnessError` before anything is drawn."""
+    lists one raises :class:`MissingnessError` before anything is drawn. ``label`` (the label of every
+    row) and ``test_rows`` (boolean, the split's test rows) are passed to added kinds that declare them
+    in their ``needs`` flag (label-driven missingness, train/test shift); the label is never masked."""
     kw = resolve(spec) if hasattr(spec, "kind") else dict(spec)
     bad = sorted(set(masked_columns(kw)) & set(protected))
     if bad:
@@ -384,7 +404,10 @@ def inject(X: pd.DataFrame, spec, *, group: np.ndarray, rng: np.random.Generator
     from fairmiss.missingness.kinds import MISSINGNESS_KINDS
 
     if kind in MISSINGNESS_KINDS and MISSINGNESS_KINDS[kind].build is not inject:  # an added kind
-        return MISSINGNESS_KINDS[kind].build(X, kw, group=group, rng=rng)
+        entry = MISSINGNESS_KINDS[kind]
+        ctx = _context(kind, [n for n in entry.flags.get("needs", ()) if n in ("label", "test_rows")],
+                       {"label": label, "test_rows": test_rows})
+        return entry.build(X, kw, group=group, rng=rng, **ctx)
     raise MissingnessError(f"unknown missingness kind '{kind}'")
 
 
@@ -406,11 +429,13 @@ def mask_summary(mask: pd.DataFrame, group: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def check_mask(mask: pd.DataFrame, spec, group: np.ndarray, *, original: pd.DataFrame, masked: pd.DataFrame) -> list[str]:
+def check_mask(mask: pd.DataFrame, spec, group: np.ndarray, *, original: pd.DataFrame, masked: pd.DataFrame,
+               label=None, test_rows=None) -> list[str]:
     """Return a list of problems (empty when the injection is valid).
 
     Checks realised P(M|S=s) against configured rates within 4 binomial standard errors (+1/n),
     or exactly ⌊n_s p_s⌋ in fixed-count modes; unlisted columns untouched; observed entries unchanged.
+    Added kinds bring their own gate; ``label`` / ``test_rows`` reach those that declare them (``needs``).
     """
     problems = []
     kw = resolve(spec) if hasattr(spec, "kind") else dict(spec)
@@ -469,7 +494,9 @@ def check_mask(mask: pd.DataFrame, spec, group: np.ndarray, *, original: pd.Data
         entry = MISSINGNESS_KINDS[kw["kind"]] if kw["kind"] in MISSINGNESS_KINDS else None
         if entry is not None and entry.flags.get("check"):  # an added kind brings its own gate
             listed = set(masked_columns(kw))
-            problems += entry.flags["check"](mask, kw, group)
+            ctx = _context(kw["kind"], entry.flags.get("needs", ()),
+                           {"label": label, "test_rows": test_rows, "original": original, "masked": masked})
+            problems += entry.flags["check"](mask, kw, group, **ctx)
     untouched = [c for c in mask.columns if c not in listed and mask[c].any()]
     if untouched:
         problems.append(f"unlisted columns were masked: {untouched}")

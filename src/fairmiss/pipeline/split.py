@@ -33,7 +33,8 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
     """Seeded split stratified by group × label, then missingness injected and checked.
 
     Missingness is drawn on the whole table for each split (train and test share the
-    mechanism, as in paper 000's protocol) with a seed derived from (split, missingness name);
+    mechanism, as in paper 000's protocol — unless the spec is a ``shift``, which draws its ``train`` and
+    ``test`` mechanisms on the split's train and test rows) with a seed derived from (split, missingness name);
     the split seed depends on the split index only, so every missingness spec, imputer and
     learner in split ``i`` sees the same rows.
     """
@@ -59,9 +60,12 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
     X = df[data.features]
     if any(c in (data.group, data.label) for c in masked_columns(miss_spec)):
         raise MissingnessError(f"missingness '{mlabel}' would mask the group or the label")
+    test_rows = np.zeros(len(df), dtype=bool)
+    test_rows[te] = True
+    # the label and the test rows reach kinds that need them (label-driven missingness, train/test shift)
     Xm, mask = inject(X, miss_spec, group=s, rng=np.random.default_rng(seeds["missingness"]),
-                      protected=(data.group, data.label))
-    problems = check_mask(mask, miss_spec, s, original=X, masked=Xm)
+                      protected=(data.group, data.label), label=y, test_rows=test_rows)
+    problems = check_mask(mask, miss_spec, s, original=X, masked=Xm, label=y, test_rows=test_rows)
     if problems:
         raise MissingnessError(f"missingness '{mlabel}' failed validation: " + "; ".join(problems))
     all_missing = [c for c in Xm.columns if Xm[c].iloc[tr].isna().all()]
