@@ -162,6 +162,18 @@ class ExperimentConfig(_Strict):
     #: equalized odds (paper 004's GAPMax) and ``gap_rms`` (GAPRMS). The dataset's group stays the one the
     #: learners are made fair for; these only measure.
     extra_groups: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    #: complete-case analysis (Zhang & Long 2021): drop the rows with any missing value from the training
+    #: rows, the test rows or both (``fairmiss.pipeline.cell``); whenever the test rows hold missing values
+    #: the metrics on the complete test cases (``cc.<metric>``) and their difference to the full test set
+    #: (``cc_bias.<metric>``) are reported too. Left out of dumps at ``none`` (config hashes unchanged).
+    complete_case: Literal["none", "train", "test", "both"] = "none"
+
+    @model_serializer(mode="wrap")
+    def _omit_default_complete_case(self, handler):
+        out = handler(self)
+        if isinstance(out, dict) and out.get("complete_case") == "none":
+            del out["complete_case"]
+        return out
 
     @model_validator(mode="after")
     def _compatible(self):
