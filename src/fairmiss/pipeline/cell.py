@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -60,6 +60,9 @@ def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
             p[f"{prefix}.{k}"] = v
     for k, v in _flatten(cfg.dataset.options).items():
         p[f"dataset.options.{k}"] = v
+    cc = getattr(cfg, "complete_case", "none")
+    if cc != "none":  # only when set, so the cache keys of every existing cell are unchanged
+        p["complete_case"] = cc
     return p
 
 
@@ -111,8 +114,15 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
     y = df[data.label].to_numpy()
     s = df[data.group].to_numpy()
     X = split.X.to_numpy(dtype=float)
+    cc_mode = getattr(cfg, "complete_case", "none")
+    complete = ~np.isnan(X).any(axis=1)
     tr, te = split.train_idx, split.test_idx
+    if cc_mode in ("train", "both"):  # complete-case training: the imputer and the learner see complete rows
+        tr = tr[complete[tr]]
+        split = replace(split, train_idx=tr)  # the imputation cache keys on the training rows
     try:
+        if cc_mode in ("test", "both") and not complete[te].any():
+            raise ValueError("complete_case: no test row is complete")
         if len(np.unique(y[tr])) < 2:
             raise ValueError(f"single-class labels in the training split ({np.unique(y[tr]).tolist()})")
         t0 = time.perf_counter()
@@ -146,8 +156,14 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         t2 = time.perf_counter()
         pred = learner.predict(Xte, s[te])
         score = learner.score(Xte, s[te])
+        # every test row is predicted; complete_case test/both evaluates on the complete ones only
+        cc_metrics = complete_case_metrics(cfg, y[te], pred, s[te], score, complete[te])
+        keep = complete[te] if cc_mode in ("test", "both") else np.ones(len(te), dtype=bool)
+        te_all, te = te, te[keep]
+        pred, score, Xte_eval = pred[keep], (None if score is None else np.asarray(score)[keep]), Xte[keep]
         res.metrics = evaluate(y[te], pred, s[te], y_score=score, metrics=cfg.metrics)
-        res.metrics.update(consistency_metrics(cfg, data, learner, Xte, imputer, X[te], s[te], pred))
+        res.metrics.update(cc_metrics)
+        res.metrics.update(consistency_metrics(cfg, data, learner, Xte_eval, imputer, X[te], s[te], pred))
         res.metrics.update(extra_group_metrics(cfg, data, te, y[te], pred))
         res.metrics.update(learner.fit_metrics())
         res.metrics["n_train"] = float(len(tr))
@@ -159,7 +175,9 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         if keep_model:
             res.model = Pipeline(steps) if not learner.needs_sensitive_predict else learner.estimator
         t4 = time.perf_counter()
-        diag, tables = imputation_diagnostics(cell, data, split, imputer, learner, Xte, group_kw, pred)
+        # imputation diagnostics are about the imputer: on every test row (complete rows hold nothing imputed)
+        diag, tables = imputation_diagnostics(cell, data, split, imputer, learner, Xte, group_kw,
+                                              pred if len(te) == len(te_all) else None)
         res.metrics.update(diag)
         res.tables.update(tables)
         res.timings = {"impute_seconds": t1 - t0, "fit_seconds": t2 - t1, "predict_seconds": t4 - t2,
@@ -170,6 +188,30 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         res.status = "failed"
         res.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
     return res
+
+
+def complete_case_metrics(cfg: ExperimentConfig, y_te, pred, s_te, score, complete_te) -> dict:
+    """Complete-case measurement (Zhang & Long, NeurIPS 2021): when some test rows hold a missing value,
+    the metrics on the complete test rows (``cc.<metric>``), their difference to the same metrics on every
+    test row (``cc_bias.<metric>`` = complete-case − full: the error of estimating a fairness gap from
+    complete cases, the quantity Zhang & Long bound) and ``cc.n_test``; with ``complete_case`` test/both
+    also the full-test-set values (``full.<metric>``), since the cell's own metrics are then complete-case.
+    Empty when every test row is complete (the two would be equal)."""
+    complete_te = np.asarray(complete_te, dtype=bool)
+    if complete_te.all() or not complete_te.any():
+        return {}
+    score = None if score is None else np.asarray(score, dtype=float)
+    full = evaluate(y_te, pred, s_te, y_score=score, metrics=cfg.metrics)
+    cc = evaluate(y_te[complete_te], pred[complete_te], s_te[complete_te],
+                  y_score=None if score is None else score[complete_te], metrics=cfg.metrics)
+    out = {"cc.n_test": float(complete_te.sum())}
+    for k, v in cc.items():
+        out[f"cc.{k}"] = v
+        if k in full:
+            out[f"cc_bias.{k}"] = float(v - full[k])
+    if getattr(cfg, "complete_case", "none") in ("test", "both"):
+        out.update({f"full.{k}": v for k, v in full.items()})
+    return out
 
 
 class _Predictor:
