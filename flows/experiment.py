@@ -21,6 +21,7 @@ from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 from fairmiss import pipeline
 from fairmiss.config import ExperimentConfig, load_config, missingness_label
 from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
+from fairmiss.pipeline.summary import label_cells, run_name
 from fairmiss.codeversion import code_version
 from fairmiss.tracking import Tracker
 from flows.errors import check_all_failed
@@ -116,7 +117,8 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     tags = {"dataset": data.dataset, "data.processed_hash": data.data_hash, "config.hash": cfg.config_hash,
             "run.fingerprint": fingerprint,
             **{f"data.raw_sha256.{k}": v for k, v in data.info["raw_sha256"].items()}}
-    cells = cfg.cells()
+    # one method label everywhere: the imputer is named only where the data have missing values
+    cells = label_cells(cfg, cfg.cells(), data.df, data.features)
     cores = os.cpu_count() or 1
     threads = max(1, cores // cfg.execution.max_workers)
     with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment"}) as parent:
@@ -163,7 +165,8 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
                 continue
             res = futures[cell.key].result()
             tracker.log_cell(parent, res, tags={**tags, "cell.cache_key": keys[cell.key]},
-                             log_model=cfg.tracking.log_models, X_example=X_example)
+                             log_model=cfg.tracking.log_models, X_example=X_example,
+                             run_name=run_name(res, with_missingness=len(cfg.missingness) > 1))
             results.append(res)
             log.info("[%d/%d] %s: %s", n, len(cells), res.key,
                      res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}")

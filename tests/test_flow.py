@@ -70,6 +70,10 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
         assert t["dataset"] == "compas_000" and len(t["data.processed_hash"]) == 16
         assert t["data.raw_sha256.compas-scores-two-years.csv"].startswith("c451db85")
         assert "git.commit" in t and t["fairmiss.version"]
+        # one method label: tags name it and its parts; the run name starts with it
+        assert t["method"] == f"{t['imputer']}+{t['learner']}" and t["learner"] == "tree_d3"
+        assert t["missingness"] == "table3" and t["split"] in ("0", "1")
+        assert r.info.run_name == f"{t['method']} · split {t['split']}"
         arts = {a.path for a in client.list_artifacts(r.info.run_id)}
         assert {"confusion_matrices.json", "missingness_mask_summary.csv"} <= arts
     # the model round-trips through MLflow and predicts like the cell did
@@ -99,7 +103,8 @@ def test_runs_visible_through_mlflow_server_rest_api(flow_run):
         runs = requests.post(base + "/api/2.0/mlflow/runs/search",
                              json={"experiment_ids": [exp["experiment_id"]], "max_results": 100}, timeout=10).json()["runs"]
         names = {r["info"]["run_name"] for r in runs}
-        assert "split0/table3/mean/tree_d3" in names and "compas_small" in names
+        # method first, split last (one missingness: not in the name)
+        assert "mean+tree_d3 · split 0" in names and "compas_small" in names
         assert all(r["info"]["status"] == "FINISHED" for r in runs)
     finally:
         proc.terminate()

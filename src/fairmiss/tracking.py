@@ -40,6 +40,7 @@ import re
 import socket
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import mlflow
@@ -404,11 +405,16 @@ class Tracker:
                                      input_example=X_example[:3] if pred is not None else None,
                                      serialization_format="cloudpickle", pip_requirements=_requirements())
 
-    def log_cell(self, parent_id: str, result, *, tags: dict, log_model: bool, X_example=None) -> str:
-        """One child run for one cell: params, metrics, tags, artifacts, model."""
-        run_id = self.start_run(result.key, parent_id=parent_id,
+    def log_cell(self, parent_id: str, result, *, tags: dict, log_model: bool, X_example=None,
+                 run_name: str | None = None) -> str:
+        """One child run for one cell: params, metrics, tags, artifacts, model. The run is named
+        ``run_name`` (the flow passes ``method · split N``; default the cell key) and tagged with the
+        method label and its parts (``method``, ``imputer``, ``learner``, ``split``, ``missingness``)."""
+        run_id = self.start_run(run_name or result.key, parent_id=parent_id,
                                 tags={**tags, "cell.key": result.key, "cell.method": result.method,
-                                      "cell.status": result.status})
+                                      "cell.status": result.status, "method": result.method,
+                                      "imputer": result.imputer, "learner": result.learner,
+                                      "split": result.split_index, "missingness": result.missingness})
         try:
             self._log_batch(run_id, params=result.params, metrics={**result.metrics, **result.timings},
                             tags={f"seed.{k}": v for k, v in result.seeds.items()})
@@ -510,3 +516,83 @@ class Tracker:
 
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="fairmiss-")
+
+
+# -- models already logged in MLflow, audited as a learner (kind: mlflow_model) -------------------------------
+
+class ModelURIError(ConfigError):
+    """An ``mlflow_model`` learner's model URI does not resolve in its tracking store (a user error: exit 2)."""
+
+
+def _model_store(tracking_uri: str | None) -> str:
+    """The store an MLflow model URI is resolved in; a sqlite store that does not exist is an error (never created)."""
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        if not db.is_file():
+            raise ModelURIError(f"model store {uri}: {db} does not exist (set the learner's tracking_uri, or "
+                                "MLFLOW_TRACKING_URI, to the store that holds the model)")
+    return uri
+
+
+@contextlib.contextmanager
+def _model_registry(uri: str):
+    """MLflow's model loading resolves ``runs:/`` and ``models:/`` through the global tracking/registry URIs:
+    point them at ``uri`` for the call and restore them."""
+    old_t, old_r = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    with _GLOBAL_URI_LOCK:
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_registry_uri(uri)
+        try:
+            yield
+        finally:
+            mlflow.set_tracking_uri(old_t)
+            mlflow.set_registry_uri(old_r)
+
+
+def check_model_uri(model_uri: str, tracking_uri: str | None = None) -> dict:
+    """Resolve a pinned model URI without loading the model: its flavours, or :class:`ModelURIError` naming the
+    URI, the store and MLflow's reason. Reads the store only."""
+    from fairmiss.learners.mlflow_model import check_model_uri_syntax
+
+    try:
+        check_model_uri_syntax(model_uri)
+    except ValueError as exc:
+        raise ModelURIError(str(exc)) from None
+    store = _model_store(tracking_uri)
+    with _model_registry(store):
+        try:
+            info = mlflow.models.get_model_info(model_uri)
+        except Exception as exc:  # noqa: BLE001 - MlflowException, OSError: all mean "does not resolve"
+            reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            raise ModelURIError(f"model_uri {model_uri!r} does not resolve in {store}: {reason}") from None
+    return {"flavors": sorted(info.flavors), "run_id": info.run_id}
+
+
+@functools.lru_cache(maxsize=8)
+def load_logged_model(model_uri: str, tracking_uri: str | None = None):
+    """The fitted model at a pinned MLflow URI (``runs:/`` or ``models:/NAME/VERSION`` only, never a file path):
+    MLflow's scikit-learn flavour where the model has it, else its pyfunc flavour. Cached per process (the
+    cells of a sweep share one read-only model)."""
+    flavors = check_model_uri(model_uri, tracking_uri)["flavors"]
+    store = _model_store(tracking_uri)
+    with _model_registry(store):
+        try:
+            if "sklearn" in flavors:
+                return mlflow.sklearn.load_model(model_uri)
+            return mlflow.pyfunc.load_model(model_uri)
+        except Exception as exc:  # noqa: BLE001 - e.g. a registered version whose source holds no model files
+            reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            raise ModelURIError(f"model_uri {model_uri!r} resolves in {store} but does not load: {reason}") from None
+
+
+_GLOBAL_URI_LOCK = threading.Lock()
+
+
+def _register_model_loader() -> None:
+    from fairmiss.learners.mlflow_model import set_model_loader
+
+    set_model_loader(load_logged_model)
+
+
+_register_model_loader()

@@ -1,7 +1,9 @@
-"""Summaries of a run's cell results: summarise, cells_table, format_table, SUMMARY_METRICS."""
+"""Summaries of a run's cell results: summarise, cells_table, format_table, SUMMARY_METRICS; the method
+labels (:func:`label_cells`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 
@@ -17,6 +19,42 @@ SUMMARY_METRICS = (
     "accuracy", "balanced_accuracy", "auc", "fnr_difference", "fpr_difference", "tpr_difference",
     "equalized_odds_difference", "demographic_parity_difference", "accuracy_difference", "gap_rms",
 )
+
+
+def data_has_missing(cell, df: pd.DataFrame | None = None, features=None) -> bool:
+    """Whether a cell's data have missing values: its missingness mechanism is not ``none`` (values are
+    injected), or the processed table's feature columns hold a NaN (native missing values, e.g. HSLS)."""
+    if getattr(cell.missingness, "kind", None) != "none":
+        return True
+    if df is None:
+        return True  # unknown: assume missing values (the imputer is named)
+    cols = list(features) if features is not None else list(df.columns)
+    return bool(df[cols].isna().to_numpy().any())
+
+
+def label_cells(cfg, cells: list, df: pd.DataFrame | None = None, features=None) -> list:
+    """``cells`` with :attr:`~fairmiss.config.Cell.with_imputer` set, which decides the one method label used
+    everywhere (console, MLflow run names and tags, legends, reports, metrics keys): the learner's name,
+    prefixed by the imputer's (``knn+tree_d3``) only where the data have missing values
+    (:func:`data_has_missing`). Where they have none but the config pairs the learner with several imputers,
+    the prefix stays so that the labels remain distinct. Cell keys and cache keys do not change."""
+    paired = {ln.label: sum(ln.imputers is None or imp.label in ln.imputers for imp in cfg.imputers)
+              for ln in cfg.learners}
+    by_miss: dict = {}
+    out = []
+    for c in cells:
+        miss = id(c.missingness)
+        if miss not in by_miss:
+            by_miss[miss] = data_has_missing(c, df, features)
+        out.append(dataclasses.replace(c, with_imputer=by_miss[miss] or paired.get(c.learner.label, 1) > 1))
+    return out
+
+
+def run_name(result, *, with_missingness: bool = False) -> str:
+    """An MLflow child run's name: method first, split last (``knn+tree_d3 · split 3``), the missingness
+    in between when the experiment has several."""
+    mid = f" · {result.missingness}" if with_missingness else ""
+    return f"{result.method}{mid} · split {result.split_index}"
 
 
 def _extra_keys(results) -> list[str]:
@@ -58,12 +96,23 @@ def cells_table(results: list[CellResult]) -> pd.DataFrame:
     return df
 
 
+def sort_methods(methods: dict, fairness_metric: str) -> list[tuple[str, dict]]:
+    """``(method, entry)`` by the fairness metric's mean, smallest gap first (methods without it last), ties by
+    name."""
+    def key(item):
+        v = item[1].get(f"{fairness_metric}_mean")
+        return (v is None, v if v is not None else 0.0, item[0])
+    return sorted(methods.items(), key=key)
+
+
 def format_table(summary: dict, fairness_metric: str) -> str:
+    """The console / ``summary.txt`` table: per missingness, one row per method (mean ± SE over splits),
+    sorted by the fairness metric (smallest gap first)."""
     lines = []
     for miss, methods in summary.items():
         lines.append(f"missingness: {miss}")
         lines.append(f"  {'method':40s} {'accuracy':>16s} {'bal.acc':>16s} {fairness_metric:>24s}")
-        for m, e in methods.items():
+        for m, e in sort_methods(methods, fairness_metric):
             def f(k):
                 mean, se = e.get(f"{k}_mean"), e.get(f"{k}_se")
                 return "n/a" if mean is None else f"{mean:.3f} ± {se or 0:.3f}"

@@ -24,12 +24,18 @@ __all__ = ["tradeoff_report", "cell_metrics_long", "write_cell_metrics", "group_
            "imputation_diagnostics_table", "reference_comparison", "html_report"]
 
 
+def _family(r) -> str:
+    """A method's family (one colour and one Pareto front in the trade-off figure): the learner kind, with
+    the imputer where the method label names it (``mean+exponentiated_gradient``)."""
+    kind = str(r.params.get("learner.kind", r.learner))
+    return kind if r.method == r.learner else f"{r.imputer}+{kind}"
+
+
 def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str = "") -> dict[str, Path]:
     from fairmiss.reporting.plots import plot_tradeoff
 
     rows = [
-        {"missingness": r.missingness, "family": f"{r.imputer}+{r.params.get('learner.kind', r.learner)}",
-         "method": r.method, "gap": r.metrics.get(fairness_metric), "accuracy": r.metrics.get("accuracy")}
+        {"missingness": r.missingness, "family": _family(r), "method": r.method, "gap": r.metrics.get(fairness_metric), "accuracy": r.metrics.get("accuracy")}
         for r in results if r.status == "ok"
     ]
     out: dict[str, Path] = {}
@@ -48,9 +54,8 @@ def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str 
         out[f"pareto_{mode}"] = atomic_write_text(out_dir / f"pareto_{mode}.csv", table.to_csv(index=False))
     for miss, g in agg.groupby("missingness", sort=True):
         p = out_dir / f"tradeoff_{miss}.png"
-        plot_tradeoff(g.rename(columns={"family": "fam"}).assign(method=g["family"]), p, gap="gap",
-                      accuracy="accuracy", method="method", gap_label=fairness_metric.replace("_", " "),
-                      title=f"{title} — {miss}" if title else miss)
+        plot_tradeoff(g, p, gap="gap", accuracy="accuracy", method="family", point_label="method",
+                      gap_label=fairness_metric.replace("_", " "), title=f"{title} — {miss}" if title else miss)
         out[f"tradeoff_{miss}"] = p
     return out
 
@@ -111,8 +116,11 @@ def reference_comparison(long: pd.DataFrame, references) -> pd.DataFrame:
     agg = _mean_se(long)
     rows = []
     for method_ref, metrics in references.values.items():
-        # a reference names either our full method label (imputer+learner) or the learner's name
-        hit = agg[(agg["method"] == method_ref) | (agg["method"].str.split("+", n=1).str[-1] == method_ref)]
+        # a reference names either a full label (imputer+learner) or the learner's name; our label is the
+        # learner's name alone where the data are complete
+        learner_ref = method_ref.split("+", 1)[-1]
+        hit = agg[(agg["method"] == method_ref) | (agg["method"].str.split("+", n=1).str[-1] == method_ref)
+                  | (agg["method"] == learner_ref)]
         for metric, paper in metrics.items():
             h = hit[hit["metric"] == metric]
             sd = references.sd.get(method_ref, {}).get(metric)

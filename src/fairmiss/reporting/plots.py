@@ -80,7 +80,7 @@ def _groups(sensitive_features, n: int) -> tuple[np.ndarray, list]:
 def plot_tradeoff(agg: pd.DataFrame, path, *, gap: str = "gap", accuracy: str = "accuracy",
                   method: str = "method", mode: Literal["nondominated", "envelope"] = "nondominated",
                   gap_label: str = "fairness gap", title: str | None = None,
-                  show_dropped: bool = True) -> Path:
+                  show_dropped: bool = True, point_label: str | None = None) -> Path:
     """Scatter of gap vs accuracy with SE error bars and the Pareto front of each method.
 
     Parameters
@@ -101,6 +101,9 @@ def plot_tradeoff(agg: pd.DataFrame, path, *, gap: str = "gap", accuracy: str = 
         Axes title.
     show_dropped : bool, default=True
         Draw the filtered-out points faded.
+    point_label : str or None
+        Column whose value is written beside every point (kept and dropped), e.g. the method label, so that
+        points of one colour (one family) can be told apart.
 
     Returns
     -------
@@ -126,6 +129,12 @@ def plot_tradeoff(agg: pd.DataFrame, path, *, gap: str = "gap", accuracy: str = 
     if show_dropped:
         for m, df in res.dropped.groupby(method, sort=False):
             draw(df, m, alpha=0.25, label=None)
+    if point_label is not None:
+        shown = pd.concat([res.kept, res.dropped]) if show_dropped else res.kept
+        for _, r in shown.iterrows():
+            if np.isfinite(r[gm]) and np.isfinite(r[am]):
+                ax.annotate(str(r[point_label]), (r[gm], r[am]), xytext=(3, 3), textcoords="offset points",
+                            fontsize=6, color=colors[r[method]])
     ax.set_xlabel(gap_label)
     ax.set_ylabel("accuracy")
     if title:
