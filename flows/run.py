@@ -29,6 +29,12 @@ def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False
 
         for rf in get_variant(cfg.dataset.name).raw_files:
             preflight(rf, kw.get("raw_dir"))
+    models = [ln for ln in getattr(cfg, "learners", None) or [] if getattr(ln, "kind", None) == "mlflow_model"]
+    if models:  # deployed models to audit: each one loads from its store (reads only; exit 2 otherwise)
+        from fairmiss.tracking import load_logged_model
+
+        for ln in models:
+            load_logged_model(ln.model_uri, ln.tracking_uri)
     if getattr(cfg, "study", None) == "003_decile":
         from flows.studies.p003_decile import decile_flow
 

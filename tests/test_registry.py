@@ -31,6 +31,24 @@ SMALL = {
 
 
 @pytest.fixture(scope="module")
+def logged_model(table, tmp_path_factory):
+    """``kind: mlflow_model`` audits a model already in a tracking store: one logged here on the table."""
+    import mlflow
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, _ = table
+    store = f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}"
+    old = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(store)
+    try:
+        with mlflow.start_run() as run:
+            mlflow.sklearn.log_model(LogisticRegression().fit(X, y), name="model")
+    finally:
+        mlflow.set_tracking_uri(old)
+    return {"model_uri": f"runs:/{run.info.run_id}/model", "tracking_uri": store}
+
+
+@pytest.fixture(scope="module")
 def table():
     rng = np.random.default_rng(0)
     n = 80
@@ -42,7 +60,7 @@ def table():
 
 
 def test_registered_kinds_are_the_known_kinds():
-    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 17
+    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 18
     assert set(IMPUTER_KINDS.kinds()) == {"mean", "median", "most_frequent", "constant", "knn", "iterative",
                                           "none", "multiple", "random_sample", "estimator"}
 
@@ -93,11 +111,12 @@ def _spec(registry, kind, extra=None):
 
 
 @pytest.mark.parametrize("kind", LEARNER_KINDS.kinds())
-def test_learner_kind_builds_fits_predicts_and_pickles(kind, table):
+def test_learner_kind_builds_fits_predicts_and_pickles(kind, table, request):
     X, y, s = table
-    default = _spec(LEARNER_KINDS, kind)  # the default spec validates
+    extra = request.getfixturevalue("logged_model") if kind == "mlflow_model" else {}
+    default = _spec(LEARNER_KINDS, kind, extra)  # the default spec validates
     assert default.kind == kind
-    spec = _spec(LEARNER_KINDS, kind, SMALL.get(kind))
+    spec = _spec(LEARNER_KINDS, kind, {**extra, **SMALL.get(kind, {})})
     learner = make_learner(spec, seed=0, threads=1, feature_names=[f"x{i}" for i in range(X.shape[1])])
     learner.fit(X, y, s)
     pred = learner.predict(X, s)
