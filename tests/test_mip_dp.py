@@ -358,9 +358,13 @@ def test_config_solver_field_reaches_the_estimator_and_keeps_old_hashes():
     from fairmiss.learners.build import make_learner
 
     default = FairMIPForestSpec()
-    assert default.solver == "mip"
+    assert default.solver == "dp" and FairMIPForestClassifier().solver == "dp"  # the default since issue 22
     dump = default.model_dump(mode="json", by_alias=True)
-    assert not {"solver", "dp_node_limit", "dp_max_thresholds"} & set(dump)  # old configs, old hashes
+    # the new default is written (configs that relied on the implicit "mip" get a new hash) ...
+    assert dump["solver"] == "dp" and not {"dp_node_limit", "dp_max_thresholds"} & set(dump)
+    # ... and an explicit "mip" dumps as configs did before the field existed (old hashes, old cache keys)
+    old = FairMIPForestSpec(solver="mip").model_dump(mode="json", by_alias=True)
+    assert "solver" not in old and {k: v for k, v in dump.items() if k != "solver"} == old
     spec = FairMIPForestSpec(solver="dp", dp_node_limit=5, dp_max_thresholds=16)
     assert spec.model_dump()["solver"] == "dp"
     assert FairMIPForestSpec.model_validate(spec.model_dump(by_alias=True)) == spec
@@ -391,3 +395,44 @@ def test_generic_depth3_fronts_match_the_root_solver():
             assert err == front.O[i, 0]
             assert tree_objective(tree, batch, lambda_=lam, fairness=fairness) == pytest.approx(
                 float(dp.objective(front.O[i])), abs=1e-12)
+
+
+def test_fit_metrics_are_the_certificates_without_the_clock():
+    """``fit_metrics_`` (logged as cell metrics): the DP forest's certificates, recomputed here from
+    ``solve_info_``; identical on a second fit (no wall-clock number in it); the search proves nothing
+    (0 optimal, no bound); a stopped DP has a positive gap equal to objective - bound; and the adapter
+    passes the dict through to the cell's metrics."""
+    from fairmiss.learners.adapter import Learner
+
+    X, y, s = _forest_data(n=160)
+    kw = {"n_trees": 3, "batch_size": 80, "max_depth": 3, "lambda_": 0.5, "fairness": "fnr",
+          "stratify_batches": True, "random_state": 4}
+    dp = FairMIPForestClassifier(**kw).fit(X, y, sensitive_features=s)  # solver="dp" by default
+    m = dp.fit_metrics_
+    info = dp.solve_info_
+    objs = [i["objective"] for i in info]
+    assert m["fairmip.trees_optimal_fraction"] == 1.0 and m["fairmip.trees_stopped_fraction"] == 0.0
+    assert m["fairmip.objective_mean"] == pytest.approx(np.mean(objs), abs=1e-15)
+    assert m["fairmip.objective_max"] == max(objs) and m["fairmip.abs_gap_max"] == 0.0
+    assert m["fairmip.bound_mean"] == pytest.approx(np.mean(objs), abs=1e-15)
+    assert m["fairmip.dp_front_max"] == max(v["max"] for i in info for v in i["dp_front_sizes"].values()) >= 1
+    assert m["fairmip.dp_candidates_mean"] == np.mean([i["dp_candidates"] for i in info]) > 0
+    assert not any("second" in k or "time" in k for k in m)
+    assert dp.solve_seconds_ == pytest.approx(sum(i["solve_seconds"] for i in info)) and dp.solve_seconds_ > 0
+    again = FairMIPForestClassifier(**kw).fit(X, y, sensitive_features=s)
+    assert again.fit_metrics_ == m  # bit-identical: nothing depends on the clock
+    assert Learner(dp, needs_sensitive_fit=True).fit_metrics() == m
+
+    se = FairMIPForestClassifier(solver="search", search_restarts=3, **kw).fit(X, y, sensitive_features=s)
+    assert se.fit_metrics_["fairmip.trees_optimal_fraction"] == 0.0
+    assert "fairmip.abs_gap_max" not in se.fit_metrics_ and "fairmip.dp_front_max" not in se.fit_metrics_
+    assert se.fit_metrics_["fairmip.objective_mean"] >= m["fairmip.objective_mean"] - 1e-12  # same batches
+
+    with pytest.warns(UserWarning, match="node_limit"):
+        stopped = FairMIPForestClassifier(dp_node_limit=1, **{**kw, "lambda_": 1.0}).fit(X, y, sensitive_features=s)
+    sm = stopped.fit_metrics_
+    gaps = [i["objective"] - i["bound"] for i in stopped.solve_info_]
+    n_stopped = sum(i["status"] == "node_limit" for i in stopped.solve_info_)
+    assert sm["fairmip.trees_stopped_fraction"] == n_stopped / 3 > 0
+    assert sm["fairmip.trees_optimal_fraction"] == pytest.approx(1 - n_stopped / 3)
+    assert sm["fairmip.abs_gap_max"] == pytest.approx(max(gaps), abs=1e-15) and min(gaps) >= 0

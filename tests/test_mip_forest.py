@@ -38,7 +38,7 @@ FAST = {"time_limit": 2, "random_state": 0}
 def test_tree_fit_predict_dataframe_with_nan_and_pickle():
     X, y, s = make_data()
     df = pd.DataFrame(X, columns=["a", "b", "c"])
-    clf = FairMIPTreeClassifier(max_depth=2, lambda_=0.5, fairness="fnr", **FAST)
+    clf = FairMIPTreeClassifier(solver="mip", max_depth=2, lambda_=0.5, fairness="fnr", **FAST)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MIPTimeLimitWarning)
         clf.fit(df, np.where(y == 1, "yes", "no"), sensitive_features=np.where(s == 1, "W", "B"))
@@ -58,7 +58,7 @@ def test_tree_fit_predict_dataframe_with_nan_and_pickle():
 
 def test_t7_lambda0_cart_start_keeps_cart_accuracy():
     X, y, s = make_data(n=50, seed=1)
-    clf = FairMIPTreeClassifier(max_depth=2, lambda_=0.0, warm_start="cart", time_limit=3,
+    clf = FairMIPTreeClassifier(solver="mip", max_depth=2, lambda_=0.0, warm_start="cart", time_limit=3,
                                 random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MIPTimeLimitWarning)
@@ -77,8 +77,8 @@ def test_t7_lambda0_cart_start_keeps_cart_accuracy():
 def test_t20_forest_of_one_tree_equals_the_tree():
     X, y, s = make_data(n=30, seed=2)
     kw = {"max_depth": 1, "lambda_": 1.0, "fairness": "fpr", "time_limit": 20, "random_state": 3}
-    tree = FairMIPTreeClassifier(warm_start="cart", **kw).fit(X, y, sensitive_features=s)
-    forest = FairMIPForestClassifier(n_trees=1, batch_size=None, warm_start="cart", **kw).fit(
+    tree = FairMIPTreeClassifier(solver="mip", warm_start="cart", **kw).fit(X, y, sensitive_features=s)
+    forest = FairMIPForestClassifier(solver="mip", n_trees=1, batch_size=None, warm_start="cart", **kw).fit(
         X, y, sensitive_features=s)
     assert tree.solve_info_[0]["status"] == forest.solve_info_[0]["status"] == "optimal"
     a, b = tree.tree_, forest.trees_[0]
@@ -90,7 +90,7 @@ def test_t20_forest_of_one_tree_equals_the_tree():
 @pytest.mark.parametrize("tie_rule", [0, 1])
 def test_t20_vote_tie_rule(tie_rule):
     X, y, s = make_data(n=30, seed=2)
-    f = FairMIPForestClassifier(n_trees=2, batch_size=None, max_depth=1, tie_rule=tie_rule,
+    f = FairMIPForestClassifier(solver="mip", n_trees=2, batch_size=None, max_depth=1, tie_rule=tie_rule,
                                 **FAST).fit(X, y, sensitive_features=s)
     const = [MIATree(1, np.array([0]), np.array([1.0]), np.array([True]), np.array([v, v]))
              for v in (0, 1)]
@@ -105,8 +105,8 @@ def test_forest_batches_seeded_warm_started_and_reproducible():
     X, y, s = make_data(n=60, seed=4)
     kw = {"n_trees": 3, "batch_size": 20, "max_depth": 1, "lambda_": 0.5, "fairness": "accuracy",
           "warm_start": "previous", "stratify_batches": True, "time_limit": 5, "random_state": 7}
-    f1 = FairMIPForestClassifier(**kw).fit(X, y, sensitive_features=s)
-    f2 = FairMIPForestClassifier(**kw).fit(X, y, sensitive_features=s)
+    f1 = FairMIPForestClassifier(solver="mip", **kw).fit(X, y, sensitive_features=s)
+    f2 = FairMIPForestClassifier(solver="mip", **kw).fit(X, y, sensitive_features=s)
     assert f1.batch_seeds_ == f2.batch_seeds_
     assert np.array_equal(f1.predict_proba(X), f2.predict_proba(X))
     infos = f1.solve_info_
@@ -121,7 +121,7 @@ def test_forest_batches_seeded_warm_started_and_reproducible():
 def test_t22_thresholds_in_raw_units_give_identical_predictions():
     X, y, s = make_data(n=40, seed=5)
     X = X * 13.0 - 4.0
-    f = FairMIPForestClassifier(n_trees=2, batch_size=25, max_depth=2, lambda_=0.3,
+    f = FairMIPForestClassifier(solver="mip", n_trees=2, batch_size=25, max_depth=2, lambda_=0.3,
                                 fairness="fnr", stratify_batches=True, **FAST)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MIPTimeLimitWarning)
@@ -134,7 +134,7 @@ def test_t22_thresholds_in_raw_units_give_identical_predictions():
 
 def test_timeout_without_incumbent_falls_back_with_a_warning():
     X, y, s = make_data(n=120, d=4, seed=8)
-    clf = FairMIPTreeClassifier(max_depth=3, lambda_=1.0, fairness="fnr", warm_start=None,
+    clf = FairMIPTreeClassifier(solver="mip", max_depth=3, lambda_=1.0, fairness="fnr", warm_start=None,
                                 time_limit=1e-3, random_state=0)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
@@ -161,26 +161,26 @@ def test_timeout_without_incumbent_falls_back_with_a_warning():
 def test_bad_params(params, match):
     X, y, s = make_data(n=20)
     with pytest.raises(ValueError, match=match):
-        FairMIPTreeClassifier(**params).fit(X, y, sensitive_features=s)
+        FairMIPTreeClassifier(solver="mip", **params).fit(X, y, sensitive_features=s)
 
 
 def test_single_class_labels():
     X, _, s = make_data(n=20)
     with pytest.raises(ValueError, match="exactly two classes"):
-        FairMIPTreeClassifier().fit(X, np.ones(20), sensitive_features=s)
+        FairMIPTreeClassifier(solver="mip").fit(X, np.ones(20), sensitive_features=s)
 
 
 def test_non_binary_groups():
     X, y, _ = make_data(n=21)
     with pytest.raises(ValueError, match="exactly two values"):
-        FairMIPTreeClassifier().fit(X, y, sensitive_features=np.arange(21) % 3)
+        FairMIPTreeClassifier(solver="mip").fit(X, y, sensitive_features=np.arange(21) % 3)
 
 
 def test_no_positives_in_a_group_on_training_data():
     X, y, s = make_data(n=20)
     y = np.where(s == 1, 0, y)
     with pytest.raises(ValueError, match="no positives"):
-        FairMIPTreeClassifier(lambda_=1.0, fairness="fnr").fit(X, y, sensitive_features=s)
+        FairMIPTreeClassifier(solver="mip", lambda_=1.0, fairness="fnr").fit(X, y, sensitive_features=s)
 
 
 def test_batch_with_empty_group_is_redrawn_then_a_clear_error():
@@ -189,7 +189,7 @@ def test_batch_with_empty_group_is_redrawn_then_a_clear_error():
     s[:2] = 1
     y[:2] = 1
     # batch_size=2 can never hold a positive of each group *and* a negative
-    f = FairMIPForestClassifier(n_trees=1, batch_size=2, max_redraws=3, lambda_=1.0,
+    f = FairMIPForestClassifier(solver="mip", n_trees=1, batch_size=2, max_redraws=3, lambda_=1.0,
                                 fairness="fnr", **FAST)
     with pytest.raises(ValueError, match="after 4 draws"):
         f.fit(X, y, sensitive_features=s)
@@ -202,7 +202,7 @@ def test_batch_with_empty_group_is_redrawn_then_a_clear_error():
 def test_all_missing_feature_is_kept_with_a_warning():
     X, y, s = make_data(n=30)
     X[:, 1] = np.nan
-    clf = FairMIPTreeClassifier(max_depth=1, lambda_=0.0, **FAST)
+    clf = FairMIPTreeClassifier(solver="mip", max_depth=1, lambda_=0.0, **FAST)
     with pytest.warns(UserWarning, match="entirely missing"):
         clf.fit(X, y, sensitive_features=s)
     assert clf.predict(X).shape == (30,)
@@ -211,6 +211,6 @@ def test_all_missing_feature_is_kept_with_a_warning():
 
 def test_predict_checks_feature_count():
     X, y, s = make_data(n=20)
-    clf = FairMIPTreeClassifier(max_depth=1, **FAST).fit(X, y, sensitive_features=s)
+    clf = FairMIPTreeClassifier(solver="mip", max_depth=1, **FAST).fit(X, y, sensitive_features=s)
     with pytest.raises(ValueError):
         clf.predict(X[:, :2])

@@ -323,7 +323,7 @@ def _forest_data(n=80, seed=0):
 @needs_highs
 def test_forest_search_warm_start():
     X, y, s = _forest_data()
-    f = FairMIPForestClassifier(n_trees=2, batch_size=40, max_depth=2, lambda_=0.5, fairness="fnr",
+    f = FairMIPForestClassifier(solver="mip", n_trees=2, batch_size=40, max_depth=2, lambda_=0.5, fairness="fnr",
                                 warm_start="search", stratify_batches=True, time_limit=1,
                                 random_state=0)
     with warnings.catch_warnings():
@@ -339,8 +339,8 @@ def test_solver_free_forest_is_the_search_and_deterministic():
     X, y, s = _forest_data(seed=1)
     kw = {"n_trees": 3, "batch_size": 40, "max_depth": 3, "lambda_": 0.5, "fairness": "fnr",
           "warm_start": "search", "stratify_batches": True, "time_limit": 0, "random_state": 3}
-    f1 = FairMIPForestClassifier(**kw).fit(X, y, sensitive_features=s)
-    f2 = FairMIPForestClassifier(**kw).fit(X, y, sensitive_features=s)
+    f1 = FairMIPForestClassifier(solver="mip", **kw).fit(X, y, sensitive_features=s)
+    f2 = FairMIPForestClassifier(solver="mip", **kw).fit(X, y, sensitive_features=s)
     assert np.array_equal(f1.predict_proba(X), f2.predict_proba(X))
     assert all(i["status"] == "not_solved" and i["warm_start"] == "search" for i in f1.solve_info_)
     # each tree is never worse than CART on its batch
@@ -352,13 +352,13 @@ def test_solver_free_forest_is_the_search_and_deterministic():
             tree_objective(t, batch, lambda_=0.5, fairness="fnr"), abs=1e-12)
         cart = _cart_tree(batch, 3, info["batch_seed"])
         assert info["objective"] <= tree_objective(cart, batch, lambda_=0.5, fairness="fnr") + 1e-12
-    tree = FairMIPTreeClassifier(max_depth=2, lambda_=0.5, warm_start="search", time_limit=0).fit(
+    tree = FairMIPTreeClassifier(solver="mip", max_depth=2, lambda_=0.5, warm_start="search", time_limit=0).fit(
         X, y, sensitive_features=s)
     assert tree.solve_info_[0]["status"] == "not_solved"
-    prev = FairMIPForestClassifier(**{**kw, "warm_start": "previous"}).fit(X, y, sensitive_features=s)
+    prev = FairMIPForestClassifier(solver="mip", **{**kw, "warm_start": "previous"}).fit(X, y, sensitive_features=s)
     assert [i["warm_start"] for i in prev.solve_info_] == ["cart", "previous", "previous"]
     with pytest.raises(ValueError, match="needs a warm_start"):
-        FairMIPTreeClassifier(warm_start=None, time_limit=0).fit(X, y, sensitive_features=s)
+        FairMIPTreeClassifier(solver="mip", warm_start=None, time_limit=0).fit(X, y, sensitive_features=s)
 
 
 def test_config_accepts_search_and_solver_free():
@@ -399,7 +399,7 @@ def test_search_parameters_validated(kw, msg):
     y = np.array([0, 1, 1, 0] * 5)
     s = np.array([0, 0, 1, 1] * 5)
     with pytest.raises(ValueError, match=msg):
-        FairMIPForestClassifier(n_trees=1, warm_start="search", time_limit=0, **kw).fit(
+        FairMIPForestClassifier(solver="mip", n_trees=1, warm_start="search", time_limit=0, **kw).fit(
             batch_X, y, sensitive_features=s)
 
 
@@ -413,9 +413,9 @@ def test_search_parameters_reach_the_search():
     assert est.search_restarts == 0 and est.search_max_thresholds == 2
     batch = continuous_batch(4, n=120, d=3)
     X = np.where(batch.m == 1, np.nan, batch.a)
-    coarse = FairMIPForestClassifier(n_trees=1, batch_size=None, warm_start="search", time_limit=0,
+    coarse = FairMIPForestClassifier(solver="mip", n_trees=1, batch_size=None, warm_start="search", time_limit=0,
                                      lambda_=0.5, search_max_thresholds=2, random_state=0).fit(
         X, batch.y, sensitive_features=batch.s)
-    fine = FairMIPForestClassifier(n_trees=1, batch_size=None, warm_start="search", time_limit=0,
+    fine = FairMIPForestClassifier(solver="mip", n_trees=1, batch_size=None, warm_start="search", time_limit=0,
                                    lambda_=0.5, random_state=0).fit(X, batch.y, sensitive_features=batch.s)
     assert fine.solve_info_[0]["objective"] < coarse.solve_info_[0]["objective"]

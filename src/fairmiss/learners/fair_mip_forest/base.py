@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ERR_BATCH", "ERR_DEPTH", "ERR_GROUPS", "ERR_LAMBDA", "ERR_SINGLE_CLASS", "MIPFallbackWarning",
            "MIPTimeLimitWarning", "SEARCH_MAX_THRESHOLDS", "SEARCH_RESTARTS", "SOLVERS", "START_FEASIBILITY_TOL",
-           "WARM_STARTS"]
+           "WARM_STARTS", "fit_metrics"]
 ERR_LAMBDA = "lambda_ must be a real number >= 0, got {!r}"
 ERR_DEPTH = "max_depth must be an integer >= 1, got {!r}"
 ERR_SINGLE_CLASS = "y must contain exactly two classes, got {}"
@@ -128,6 +128,59 @@ def _denominator_problem(y, s, terms) -> str | None:
                 what = {"accuracy": "no rows", "fpr": "no negatives", "fnr": "no positives"}[t]
                 return f"group {g} has {what}"
     return None
+
+
+#: statuses of a tree whose solve stopped early with a best tree and a lower bound
+STOPPED = ("time_limit", "node_limit")
+
+
+def fit_metrics(solve_info: list[dict]) -> dict[str, float]:
+    """The forest's solver certificates as cell metrics (``fit_metrics_``; logged to MLflow by the pipeline).
+
+    Every number is a function of the trees' solves on their batches, none of the clock: wall-clock seconds
+    are kept out (they are in ``solve_info_`` and ``solve_seconds_``) so that a cell's logged metrics are
+    the same on every run. With ``solver="dp"`` (no limit) or a HiGHS solve stopped by ``node_limit``,
+    they are bit-reproducible; with a binding wall-clock limit (HiGHS ``time_limit``, ``dp_time_limit``)
+    the trees themselves, hence these numbers, depend on the machine.
+
+    Keys (objective = the tree's Program 1 objective on its batch, ``tree_objective``):
+
+    * ``fairmip.trees_optimal_fraction``: share of trees proven optimal on their batch (status ``optimal``);
+      0 for the ``search`` solver and solver-free (``time_limit=0``) MIP forests, which prove nothing;
+    * ``fairmip.trees_stopped_fraction``: share stopped by a time or node limit (``time_limit`` /
+      ``node_limit``: best tree found plus a lower bound);
+    * ``fairmip.objective_mean`` / ``fairmip.objective_max``: over trees;
+    * ``fairmip.bound_mean`` and ``fairmip.abs_gap_max`` (largest objective - lower bound, 0 when every
+      tree is optimal): only when every tree has a lower bound (``dp``, or HiGHS with a solution);
+    * ``fairmip.dp_front_max`` / ``fairmip.dp_front_mean`` (largest front, mean front size over all
+      subproblems of all trees), ``fairmip.dp_subproblems_mean`` (fronts computed per tree) and
+      ``fairmip.dp_candidates_mean`` (distinct candidate splits per batch): ``solver="dp"`` only.
+    """
+    out: dict[str, float] = {}
+    if not solve_info:
+        return out
+    n = len(solve_info)
+    objs = np.array([float(i["objective"]) for i in solve_info])
+    out["fairmip.trees_optimal_fraction"] = sum(i["status"] == "optimal" for i in solve_info) / n
+    out["fairmip.trees_stopped_fraction"] = sum(i["status"] in STOPPED for i in solve_info) / n
+    out["fairmip.objective_mean"] = float(objs.mean())
+    out["fairmip.objective_max"] = float(objs.max())
+    bounds = [i.get("bound") for i in solve_info]
+    if all(b is not None and np.isfinite(b) for b in bounds):
+        b = np.array(bounds, dtype=float)
+        # a proven optimum has bound == objective by construction; HiGHS bounds may exceed a slightly
+        # worse recomputed objective by rounding: never report a negative gap
+        out["fairmip.bound_mean"] = float(b.mean())
+        out["fairmip.abs_gap_max"] = float(max(0.0, (objs - b).max()))
+    fronts = [i["dp_front_sizes"] for i in solve_info if i.get("dp_front_sizes") is not None]
+    if len(fronts) == n:
+        stats = [v for f in fronts for v in f.values()]
+        n_sub = sum(v["n"] for v in stats)
+        out["fairmip.dp_front_max"] = float(max((v["max"] for v in stats), default=0))
+        out["fairmip.dp_front_mean"] = float(sum(v["mean"] * v["n"] for v in stats) / n_sub) if n_sub else 0.0
+        out["fairmip.dp_subproblems_mean"] = float(np.mean([i["dp_subproblems"] for i in solve_info]))
+        out["fairmip.dp_candidates_mean"] = float(np.mean([i["dp_candidates"] for i in solve_info]))
+    return out
 
 
 class _BaseFairMIP(ClassifierMixin, BaseEstimator):
@@ -296,6 +349,9 @@ class _BaseFairMIP(ClassifierMixin, BaseEstimator):
                 info["warm_start_accepted"],
             )
         self.n_trees_ = n_trees
+        self.solve_seconds_ = float(sum(float(i.get("solve_seconds") or 0.0) + float(i.get("build_seconds") or 0.0)
+                                        + float(i.get("search_seconds") or 0.0) for i in self.solve_info_))
+        self.fit_metrics_ = fit_metrics(self.solve_info_)
         return self
 
     def _names(self) -> np.ndarray:

@@ -37,15 +37,24 @@ Design decisions (spec 000 §2.8-§2.9, documented here once):
   incumbent the start tree is used (or, without a start, a CART tree on the batch) and a
   :class:`MIPFallbackWarning` says so. If the solver's tree is worse on the batch than the
   start (recomputed objective), the start is kept: the incumbent is never worse than it.
-* **Solvers** (``solver``). ``"mip"`` (default, the behaviour before issue 22): the warm start
-  above, then HiGHS on Program 1 for ``time_limit`` seconds (or no MIP at all with ``time_limit=0``).
-  ``"dp"``: the exact dynamic program of :mod:`fairmiss.learners.fair_mip_forest.dp` -- the proven optimum of
+* **Solvers** (``solver``). ``"dp"`` (default since issue 22): the exact dynamic program of :mod:`fairmiss.learners.fair_mip_forest.dp` -- the proven optimum of
   Program 1 over the same candidate splits (status ``"optimal"``, ``bound == objective``), no solver,
   no wall-clock dependence; ``dp_node_limit`` (root splits, deterministic) / ``dp_time_limit``
   (seconds, not reproducible when it binds) stop it early with the best tree and a valid lower bound
   (status ``"node_limit"`` / ``"time_limit"``). ``warm_start``, ``time_limit`` and ``node_limit`` do
-  not apply to it. ``"search"``: the local search of :mod:`fairmiss.learners.fair_mip_forest.search` is the fit (its
+  not apply to it. ``"mip"`` (the default before issue 22; kept as the cross-check and for
+  extensions the DP cannot express): the warm start above, then HiGHS on Program 1 for ``time_limit``
+  seconds (or no MIP at all with ``time_limit=0``). ``"search"``: the local search of :mod:`fairmiss.learners.fair_mip_forest.search` is the fit (its
   starts: CART on the batch and tree t-1; status ``"heuristic"``, no bound).
+* **Certificates** (``solve_info_``, ``fit_metrics_``, ``solve_seconds_``). Per tree, ``solve_info_`` holds
+  ``status`` (``"optimal"``: proven optimum on the batch; ``"time_limit"`` / ``"node_limit"``: stopped
+  with the best tree and a lower bound; ``"heuristic"``: the search, no bound; ``"not_solved"``: a
+  solver-free MIP forest), ``objective``, ``bound`` (``== objective`` when optimal), ``solve_seconds``
+  and, for the DP, ``dp_front_sizes`` / ``dp_subproblems`` / ``dp_candidates``. ``fit_metrics_``
+  summarises them over the trees as floats (:func:`fairmiss.learners.fair_mip_forest.base.fit_metrics`,
+  keys ``fairmip.*``); the pipeline logs it with every cell's metrics (MLflow). Wall-clock seconds are
+  the only non-deterministic numbers of a completed DP fit: they stay out of ``fit_metrics_`` (summed
+  in ``solve_seconds_``, per tree in ``solve_info_``), so logged cell metrics reproduce exactly.
 * **warm_start_accepted** in ``solve_info_``: the start was feasible for the model (max
   violation ≤ 1e-6) and the solver's incumbent is no worse than the start objective.
   (:func:`fairmiss.solver.solve` does not expose HiGHS's own start-acceptance message.)
@@ -102,8 +111,9 @@ class FairMIPTreeClassifier(_BaseFairMIP):
         and a node limit that binds before ``time_limit``, fits are bit-reproducible (a wall-clock
         limit alone is not: how far the search gets depends on the machine's speed and load).
     time_limit : float or None, default=60.0
-        Seconds for the solve (model building excluded). 0: no MIP at all, the warm-start
-        tree is the fit (see the module docstring).
+        ``solver="mip"`` only: seconds for the HiGHS solve (model building excluded). 0: no MIP at
+        all, the warm-start tree is the fit (see the module docstring). The DP's limits are
+        ``dp_node_limit`` / ``dp_time_limit``.
     warm_start : {None, "cart", "search"}, default="cart"
         Start from a greedy CART tree padded to depth D, or from the local search of
         :mod:`fairmiss.learners.fair_mip_forest.search` (which also starts from that CART tree).
@@ -124,10 +134,11 @@ class FairMIPTreeClassifier(_BaseFairMIP):
     ordering_cuts : bool, default=False
     label_rule : {"majority", "free"}, default="majority"
         Formulation switches, see :class:`fairmiss.learners.fair_mip_forest.tree.FormulationOptions`.
-    solver : {"mip", "dp", "search"}, default="mip"
-        How each tree is found (module docstring): HiGHS on Program 1 after the warm start (the
-        behaviour before issue 22), the exact dynamic program (:mod:`fairmiss.learners.fair_mip_forest.dp`, proven
-        optimal), or the local search alone.
+    solver : {"dp", "mip", "search"}, default="dp"
+        How each tree is found (module docstring): the exact dynamic program
+        (:mod:`fairmiss.learners.fair_mip_forest.dp`, proven optimal; no solver, no clock), HiGHS on
+        Program 1 after the warm start (the default before issue 22; ``time_limit``, ``node_limit``,
+        ``warm_start``, ``threads`` and ``rel_gap`` apply only to it), or the local search alone.
     dp_node_limit : int or None, default=None
         ``solver="dp"``: stop after this many root splits (deterministic); None: solve to optimality.
     dp_time_limit : float or None, default=None
@@ -149,7 +160,11 @@ class FairMIPTreeClassifier(_BaseFairMIP):
     solve_info_ : list of dict
         Solver diagnostics (status, incumbent, bound, gap, build_seconds, solve_seconds,
         warm_start, warm_start_objective, warm_start_feasible, warm_start_accepted,
-        fallback, objective, ...).
+        fallback, objective, and for the DP dp_front_sizes, dp_subproblems, dp_candidates, ...).
+    fit_metrics_ : dict of str to float
+        Solver certificates over the trees, no wall-clock numbers (module docstring, ``fairmip.*`` keys).
+    solve_seconds_ : float
+        Wall-clock seconds of all solves (build + solve + search); not reproducible.
     classes_, sensitive_groups_, n_features_in_, data_min_, data_range_, eps_split_
 
     Examples
@@ -182,7 +197,7 @@ class FairMIPTreeClassifier(_BaseFairMIP):
         routing: str = "paper",
         ordering_cuts: bool = False,
         label_rule: str = "majority",
-        solver: str = "mip",
+        solver: str = "dp",
         dp_node_limit: int | None = None,
         dp_time_limit: float | None = None,
         dp_max_thresholds: int | None = None,
@@ -254,6 +269,10 @@ class FairMIPForestClassifier(_BaseFairMIP):
     solve_info_ : list of dict
         One dict of solver diagnostics per tree (see :class:`FairMIPTreeClassifier`), plus
         ``tree`` and ``batch_seed``.
+    fit_metrics_ : dict of str to float
+        Solver certificates over the trees (``fairmip.*``; module docstring), logged as cell metrics.
+    solve_seconds_ : float
+        Wall-clock seconds of all solves; not reproducible, not in ``fit_metrics_``.
     batch_seeds_ : list of int
     n_trees_ : int
     classes_, sensitive_groups_, n_features_in_, data_min_, data_range_, eps_split_
@@ -283,7 +302,7 @@ class FairMIPForestClassifier(_BaseFairMIP):
         routing: str = "paper",
         ordering_cuts: bool = False,
         label_rule: str = "majority",
-        solver: str = "mip",
+        solver: str = "dp",
         dp_node_limit: int | None = None,
         dp_time_limit: float | None = None,
         dp_max_thresholds: int | None = None,

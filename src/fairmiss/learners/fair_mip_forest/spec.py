@@ -14,7 +14,8 @@ __all__ = ['FairMIPForestSpec']
 
 
 class FairMIPForestSpec(_LearnerBase):
-    """Paper 000's Fair MIP Forest (Pyomo + HiGHS); handles NaN natively (MIA)."""
+    """Paper 000's Fair MIP Forest (exact DP trees by default; Pyomo + HiGHS with ``solver: mip``); handles NaN
+    natively (MIA)."""
 
     kind: Literal["fair_mip_forest"] = "fair_mip_forest"
     max_depth: Annotated[int, Field(ge=1, le=4)] = 3
@@ -23,11 +24,11 @@ class FairMIPForestSpec(_LearnerBase):
     eo_weight: Annotated[float, Field(ge=0)] = 1.0
     n_trees: Annotated[int, Field(ge=1)] = 30
     batch_size: Annotated[int, Field(ge=4)] = 200
-    #: seconds per tree for HiGHS; 0 = no MIP, each tree is its warm start (solver-free)
+    #: solver "mip" only: seconds per tree for HiGHS; 0 = no MIP, each tree is its warm start (solver-free)
     time_limit: Annotated[float, Field(ge=0)] = 10.0
-    #: HiGHS node budget per tree; set it (and a generous time_limit) for bit-reproducible fits
+    #: solver "mip" only: HiGHS node budget per tree; set it (and a generous time_limit) for bit-reproducible fits
     node_limit: Annotated[int, Field(ge=1)] | None = None
-    #: "search": seeded local search on the exact fair objective (fairmiss.learners.fair_mip_forest.search),
+    #: solver "mip" only (the start HiGHS improves on); "search": seeded local search on the exact fair objective (fairmiss.learners.fair_mip_forest.search),
     #: never worse than "best" on the batch; "best": better of the previous tree and CART
     warm_start: Literal["previous", "cart", "best", "search", "none"] = "best"
     #: restarts of the "search" warm start
@@ -36,10 +37,10 @@ class FairMIPForestSpec(_LearnerBase):
     #: binding only for continuous features (HSLS), where the search's time grows about with its square
     search_max_thresholds: Annotated[int, Field(ge=1)] | None = 64
     stratify_batches: bool = True
-    #: how each tree is found: "mip" = warm start + HiGHS (time_limit; 0 = the warm start is the tree),
-    #: "dp" = the exact dynamic program (fairmiss.learners.fair_mip_forest.dp: proven optimum, no solver, no clock),
-    #: "search" = the local search alone
-    solver: Literal["mip", "dp", "search"] = "mip"
+    #: how each tree is found: "dp" (default since issue 22) = the exact dynamic program
+    #: (fairmiss.learners.fair_mip_forest.dp: proven optimum, no solver, no clock); "mip" = warm start + HiGHS
+    #: (time_limit; 0 = the warm start is the tree; the default before issue 22); "search" = the local search alone
+    solver: Literal["mip", "dp", "search"] = "dp"
     #: solver "dp": stop after this many root splits with the best tree and a lower bound (None: optimal)
     dp_node_limit: Annotated[int, Field(ge=1)] | None = None
     #: solver "dp": per feature at most this many candidate thresholds (None: every observed value)
@@ -48,11 +49,13 @@ class FairMIPForestSpec(_LearnerBase):
 
     @model_serializer(mode="wrap")
     def _omit_default_solver_fields(self, handler):
-        """Leave the solver fields out of dumps while they have their defaults, so that configs written
-        before they existed keep their config hash and cell cache keys (committed results unchanged)."""
+        """Leave ``solver: mip`` and unset DP limits out of dumps: a config that asks for the computation
+        configs did before the solver field existed (HiGHS after the warm start) keeps its config hash and
+        cell cache keys. ``solver: dp`` -- the default since issue 22 -- is always written, so every config
+        that relied on the old implicit ``mip`` gets a new hash and never reuses results of the old solver."""
         out = handler(self)
-        for k, default in (("solver", "mip"), ("dp_node_limit", None), ("dp_max_thresholds", None)):
-            if k in out and out[k] == default:
+        for k, omitted in (("solver", "mip"), ("dp_node_limit", None), ("dp_max_thresholds", None)):
+            if k in out and out[k] == omitted:
                 del out[k]
         return out
 
