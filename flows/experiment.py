@@ -10,6 +10,7 @@ deterministic, read by ``dvc metrics show``), ``cells.csv`` (every cell) and ``s
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -114,15 +115,19 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
 
     tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
     tracker.reap_dead_runs()
+    groups = group_names(data.dataset)
     tags = {"dataset": data.dataset, "data.processed_hash": data.data_hash, "config.hash": cfg.config_hash,
-            "run.fingerprint": fingerprint,
+            "run.fingerprint": fingerprint, "groups": json.dumps(groups, sort_keys=True),
             **{f"data.raw_sha256.{k}": v for k, v in data.info["raw_sha256"].items()}}
     # one method label everywhere: the imputer is named only where the data have missing values
     cells = label_cells(cfg, cfg.cells(), data.df, data.features)
     cores = os.cpu_count() or 1
     threads = max(1, cores // cfg.execution.max_workers)
-    with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment"}) as parent:
+    note = (cfg.description.strip() + "\n\n" if cfg.description.strip() else "") + \
+        f"Dataset `{data.dataset}`; groups: " + ", ".join(f"{k} = {v}" for k, v in groups.items()) + "."
+    with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment", "mlflow.note.content": note}) as parent:
         tracker.log_params(parent, {"config_path": config_path, "n_cells": len(cells),
+                                    "groups": json.dumps(groups, sort_keys=True),
                                     # published reference numbers are not parameters of the run
                                     **pipeline._flatten(cfg.model_dump(mode="json", by_alias=True,
                                                                        exclude={"references"}))})
@@ -164,9 +169,10 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
                 results.append(res)
                 continue
             res = futures[cell.key].result()
-            tracker.log_cell(parent, res, tags={**tags, "cell.cache_key": keys[cell.key]},
+            tracker.log_cell(parent, res, tags={**tags, "cell.cache_key": keys[cell.key],
+                                                "mlflow.note.content": cell_description(res, data.dataset, groups)},
                              log_model=cfg.tracking.log_models, X_example=X_example,
-                             run_name=run_name(res, with_missingness=len(cfg.missingness) > 1))
+                             run_name=run_name(res, with_missingness=len(cfg.missingness) > 1), group_names=groups)
             results.append(res)
             log.info("[%d/%d] %s: %s", n, len(cells), res.key,
                      res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}")
@@ -174,7 +180,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         summary = pipeline.summarise(results)
         failed = [r.key for r in results if r.status != "ok"]
         metrics = {"experiment": cfg.experiment, "dataset": data.dataset, "data_hash": data.data_hash,
-                   "config_hash": cfg.config_hash, "fairness_metric": cfg.fairness_metric,
+                   "config_hash": cfg.config_hash, "fairness_metric": cfg.fairness_metric, "groups": groups,
                    "n_cells": len(cells), "n_failed": len(failed), "summary": summary}
         atomic_write_json(out_dir / "metrics.json", metrics)
         cells_df = pipeline.cells_table(results)
@@ -217,6 +223,20 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
     return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
             "results_dir": str(out_dir), "failed": failed}
+
+
+def group_names(dataset: str) -> dict[str, str]:
+    """Group code -> name, from the dataset registry (own data: its ``group_names``, else the raw values)."""
+    from fairmiss.datasets import get_variant
+
+    return {str(k): str(v) for k, v in sorted(get_variant(dataset).group_encoding.items())}
+
+
+def cell_description(res, dataset: str, groups: dict[str, str]) -> str:
+    """A child run's description (MLflow's note): method, dataset, split, missingness and the group names."""
+    names = ", ".join(f"{k} = {v}" for k, v in groups.items())
+    return (f"**{res.method}** on `{dataset}`, split {res.split_index}, missingness `{res.missingness}` "
+            f"(imputer `{res.imputer}`, learner `{res.learner}`). Groups: {names}.")
 
 
 def run_fingerprint(cfg: ExperimentConfig) -> str:

@@ -34,6 +34,10 @@ def test_flow_completes_and_writes_results(flow_run):
         assert 0.55 < e["accuracy_mean"] < 0.75
         assert e["n_splits"] == 2
     assert (tmp / "processed" / "compas_000.parquet").exists()
+    # group names from the dataset registry: in metrics.json and the report
+    assert m["groups"] == {"0": "Black", "1": "White"}
+    html = (tmp / "results" / "compas_small" / "report.html").read_text()
+    assert "0 = <b>Black</b>" in html and "<th>White</th>" in html
 
 
 def test_prefect_flow_run_state_completed(flow_run):
@@ -75,7 +79,16 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
         assert t["missingness"] == "table3" and t["split"] in ("0", "1")
         assert r.info.run_name == f"{t['method']} · split {t['split']}"
         arts = {a.path for a in client.list_artifacts(r.info.run_id)}
-        assert {"confusion_matrices.json", "missingness_mask_summary.csv"} <= arts
+        assert {"confusion_matrices.json", "confusion_matrices.csv", "missingness_mask_summary.csv"} <= arts
+        assert json.loads(t["groups"]) == {"0": "Black", "1": "White"} and "Black" in t["mlflow.note.content"]
+        # labelled per-group confusion matrices: TN/FP/FN/TP per named group, adding up to the test split
+        (tmp / r.info.run_id).mkdir(exist_ok=True)
+        local = client.download_artifacts(r.info.run_id, "confusion_matrices.json", str(tmp / r.info.run_id))
+        cm = json.loads(open(local).read())
+        assert [(g["group"], g["name"]) for g in cm["groups"]] == [("0", "Black"), ("1", "White")]
+        assert all(g["TN"] + g["FP"] + g["FN"] + g["TP"] == g["n"] > 0 for g in cm["groups"])
+        fnr0 = cm["groups"][0]["FN"] / (cm["groups"][0]["FN"] + cm["groups"][0]["TP"])
+        assert abs(fnr0 - r.data.metrics["fnr_group_0"]) < 1e-9
     # the model round-trips through MLflow and predicts like the cell did
     import mlflow.sklearn
     import pandas as pd

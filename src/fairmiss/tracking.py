@@ -59,7 +59,7 @@ for _name in ("mlflow.sklearn", "mlflow.utils.environment"):
 
 DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
 
-__all__ = ["Tracker", "TrackingStoreError", "resolve_uri", "git_commit", "DEFAULT_URI"]
+__all__ = ["Tracker", "TrackingStoreError", "resolve_uri", "git_commit", "DEFAULT_URI", "labelled_confusion"]
 
 # MLflow logs every SQLAlchemy OperationalError with a full traceback before re-raising it; the
 # error reaches the user once, as a TrackingStoreError naming the store.
@@ -229,6 +229,23 @@ def _pid_alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return True
+
+
+def labelled_confusion(confusion: dict, group_names: dict | None = None) -> dict:
+    """Per-group confusion matrices (``{code: [[TN, FP], [FN, TP]]}``, rows true 0/1, columns predicted 0/1)
+    labelled for a reader: one entry per group with its code, its name (from the dataset registry or the own
+    data's ``group_names``; the code where none is known) and TN / FP / FN / TP / n."""
+    names = {str(k): str(v) for k, v in (group_names or {}).items()}
+    groups = []
+    for code in sorted(confusion, key=lambda c: (len(str(c)), str(c))):  # codes 0, 1, … 10 in numeric order
+        (tn, fp), (fn, tp) = confusion[code]
+        groups.append({"group": str(code), "name": names.get(str(code), str(code)), "TN": int(tn), "FP": int(fp),
+                       "FN": int(fn), "TP": int(tp), "n": int(tn + fp + fn + tp)})
+    return {"positive": "label 1 (the dataset's positive class)", "groups": groups}
+
+
+def _csv_field(v: str) -> str:
+    return '"' + v.replace('"', '""') + '"' if any(c in v for c in ',"\n') else v
 
 
 def _clean(v):
@@ -406,7 +423,7 @@ class Tracker:
                                      serialization_format="cloudpickle", pip_requirements=_requirements())
 
     def log_cell(self, parent_id: str, result, *, tags: dict, log_model: bool, X_example=None,
-                 run_name: str | None = None) -> str:
+                 run_name: str | None = None, group_names: dict | None = None) -> str:
         """One child run for one cell: params, metrics, tags, artifacts, model. The run is named
         ``run_name`` (the flow passes ``method · split N``; default the cell key) and tagged with the
         method label and its parts (``method``, ``imputer``, ``learner``, ``split``, ``missingness``)."""
@@ -420,8 +437,12 @@ class Tracker:
                             tags={f"seed.{k}": v for k, v in result.seeds.items()})
             files = {}
             if result.confusion:
-                files["confusion_matrices.json"] = json.dumps(result.confusion, indent=2, sort_keys=True,
-                                                              default=_clean)
+                labelled = labelled_confusion(result.confusion, group_names)
+                files["confusion_matrices.json"] = json.dumps(labelled, indent=2, default=_clean)
+                files["confusion_matrices.csv"] = "".join(
+                    ["group,name,TN,FP,FN,TP,n\n"]
+                    + [f"{e['group']},{_csv_field(e['name'])},{e['TN']},{e['FP']},{e['FN']},{e['TP']},{e['n']}\n"
+                       for e in labelled["groups"]])
             if result.mask_summary is not None:
                 files["missingness_mask_summary.csv"] = result.mask_summary.to_csv(index=False)
             for fname, table in sorted((getattr(result, "tables", None) or {}).items()):
@@ -539,15 +560,28 @@ def _model_store(tracking_uri: str | None) -> str:
 def _model_registry(uri: str):
     """MLflow's model loading resolves ``runs:/`` and ``models:/`` through the global tracking/registry URIs:
     point them at ``uri`` for the call and restore them."""
-    old_t, old_r = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    from mlflow.tracking._model_registry import utils as registry_utils
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
     with _GLOBAL_URI_LOCK:
+        # what was *set* (None when unset), not mlflow.get_tracking_uri(): that returns MLflow's default
+        # (sqlite:///mlflow.db in the current directory), and setting it back would export it through
+        # MLFLOW_TRACKING_URI to this process's later lookups and its subprocesses
+        env = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")}
+        old_t = getattr(tracking_utils, "_tracking_uri", None)
+        old_r = getattr(registry_utils, "_registry_uri", None)
         mlflow.set_tracking_uri(uri)
         mlflow.set_registry_uri(uri)
         try:
             yield
         finally:
             mlflow.set_tracking_uri(old_t)
-            mlflow.set_registry_uri(old_r)
+            registry_utils._registry_uri = old_r
+            for k, v in env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 def check_model_uri(model_uri: str, tracking_uri: str | None = None) -> dict:

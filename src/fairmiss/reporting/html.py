@@ -95,13 +95,16 @@ def _mean_se(long: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns="sd")
 
 
-def group_metric_table(long: pd.DataFrame) -> pd.DataFrame:
-    """Per-group metrics (``<metric>_group_<g>``) as columns missingness, method, metric, group, mean, se."""
+def group_metric_table(long: pd.DataFrame, group_names: dict | None = None) -> pd.DataFrame:
+    """Per-group metrics (``<metric>_group_<g>``) as columns missingness, method, metric, group (the code),
+    group_name (from ``group_names``, code -> name; the code where unknown), mean, se."""
     agg = _mean_se(long)
     m = agg["metric"].str.extract(r"^(?P<base>.+)_group_(?P<group>[^_]+)$")
     agg = agg.assign(base=m["base"], group=m["group"]).dropna(subset=["base"])
+    names = {str(k): str(v) for k, v in (group_names or {}).items()}
+    agg = agg.assign(group_name=[names.get(str(g), str(g)) for g in agg["group"]])
     return agg.rename(columns={"metric": "name"}).rename(columns={"base": "metric"})[
-        ["missingness", "method", "metric", "group", "mean", "se", "n"]]
+        ["missingness", "method", "metric", "group", "group_name", "mean", "se", "n"]]
 
 
 def imputation_diagnostics_table(long: pd.DataFrame) -> pd.DataFrame:
@@ -154,8 +157,9 @@ def plot_group_bars(gt: pd.DataFrame, metric: str, path: Path, *, title: str = "
     x = np.arange(len(methods))
     for j, g in enumerate(groups):
         dg = d[d["group"] == g].groupby("method")[["mean", "se"]].mean().reindex(methods)
+        name = d.loc[d["group"] == g, "group_name"].iloc[0] if "group_name" in d else f"group {g}"
         ax.bar(x + (j - (len(groups) - 1) / 2) * width, dg["mean"], width, yerr=dg["se"].fillna(0), capsize=2,
-               label=f"group {g}", color=f"C{j % 10}")
+               label=f"{name} ({g})" if str(name) != str(g) else f"group {g}", color=f"C{j % 10}")
     ax.set_xticks(x, methods, rotation=35, ha="right", fontsize="small")
     ax.set_ylabel(metric.replace("_", " "))
     ax.set_title(title or f"{metric} by group (mean ± SE over splits)")
@@ -211,7 +215,10 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
         f"<p class='note'>dataset <code>{html.escape(str(meta.get('dataset')))}</code> · processed-data hash "
         f"<code>{html.escape(str(meta.get('data_hash')))}</code> · config hash "
         f"<code>{html.escape(str(meta.get('config_hash')))}</code> · {meta.get('n_cells')} cells, "
-        f"{meta.get('n_failed')} failed · fairness metric <code>{html.escape(fairness_metric)}</code></p>")
+        f"{meta.get('n_failed')} failed · fairness metric <code>{html.escape(fairness_metric)}</code>"
+        + ("" if not meta.get("groups") else " · groups: " + ", ".join(
+            f"{html.escape(str(k))} = <b>{html.escape(str(v))}</b>" for k, v in meta["groups"].items()))
+        + "</p>")
 
     parts.append("<h2>Summary (test set, mean ± SE over splits)</h2>")
     rows = [{"missingness": miss, "method": meth,
@@ -230,7 +237,8 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
             parts.append(f"<h3>Pareto-kept points ({mode})</h3>" + _table(kept.drop(columns="kept", errors="ignore")))
 
     parts.append("<h2>Per-group metrics</h2>")
-    gt = group_metric_table(long)
+    groups = meta.get("groups") or {}
+    gt = group_metric_table(long, groups)
     drawn = False
     for metric in GROUP_BAR_METRICS:
         p = plot_group_bars(gt, metric, out_dir / f"groups_{metric}.png")
@@ -239,6 +247,13 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
             drawn = True
     if not drawn:
         parts.append("<p><em>no per-group metrics recorded</em></p>")
+    else:
+        shown = gt[gt["metric"].isin(GROUP_BAR_METRICS)]
+        piv = shown.pivot_table(index=["missingness", "method", "metric"], columns="group_name", values="mean",
+                                sort=True).reset_index()
+        piv.columns.name = None
+        parts.append("<p class='note'>Per group (mean over splits; columns are the dataset's group names).</p>"
+                     + _table(piv))
 
     parts.append("<h2>Imputation-fairness diagnostics</h2>")
     it = imputation_diagnostics_table(long)
