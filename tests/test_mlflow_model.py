@@ -183,3 +183,19 @@ def test_cli_bad_model_uri_exit_2_nothing_written(trained, tmp_path, uri, word, 
     assert not (tmp_path / "results").exists() and not (tmp_path / "processed").exists()
     client = mlflow.MlflowClient(trained["store"])
     assert client.get_experiment_by_name("audit_bad") is None
+
+
+def test_loading_leaves_mlflow_globals_and_environment_as_they_were(trained, monkeypatch):
+    """Resolving a model points MLflow's global URIs at the model's store for the call only: afterwards the
+    environment (read by the next lookup and by subprocesses) and the globals are what they were."""
+    import os
+
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+    before = tracking_utils._tracking_uri
+    load_logged_model.cache_clear()
+    load_logged_model(f"models:/credit/{trained['version']}", trained["store"])
+    assert "MLFLOW_TRACKING_URI" not in os.environ and "MLFLOW_REGISTRY_URI" not in os.environ
+    assert tracking_utils._tracking_uri == before
