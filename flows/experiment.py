@@ -22,7 +22,7 @@ from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 from fairmiss import pipeline
 from fairmiss.config import ExperimentConfig, load_config, missingness_label
 from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
-from fairmiss.pipeline.summary import label_cells, run_name
+from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
 from fairmiss.codeversion import code_version
 from fairmiss.tracking import Tracker
 from flows.errors import check_all_failed
@@ -131,6 +131,9 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
                                     # published reference numbers are not parameters of the run
                                     **pipeline._flatten(cfg.model_dump(mode="json", by_alias=True,
                                                                        exclude={"references"}))})
+        source = dataset_source(cfg, raw_dir)
+        tracker.log_dataset(parent, data.df, name=data.dataset, digest=data.data_hash, source=source,
+                            targets=data.label)
         tracker.log_dict(parent, {k: v for k, v in data.info.items() if k != "card"}, "data/provenance.json")
         tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
         if data.docs_index:
@@ -169,10 +172,12 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
                 results.append(res)
                 continue
             res = futures[cell.key].result()
-            tracker.log_cell(parent, res, tags={**tags, "cell.cache_key": keys[cell.key],
+            child = tracker.log_cell(parent, res, tags={**tags, "cell.cache_key": keys[cell.key],
                                                 "mlflow.note.content": cell_description(res, data.dataset, groups)},
                              log_model=cfg.tracking.log_models, X_example=X_example,
                              run_name=run_name(res, with_missingness=len(cfg.missingness) > 1), group_names=groups)
+            tracker.log_dataset(child, data.df, name=data.dataset, digest=data.data_hash, source=source,
+                                targets=data.label)
             results.append(res)
             log.info("[%d/%d] %s: %s", n, len(cells), res.key,
                      res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}")
@@ -192,6 +197,10 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
             atomic_write_text(out_dir / "claims_000.csv", claims.to_csv(index=False))
         table = pipeline.format_table(summary, cfg.fairness_metric)
         atomic_write_text(out_dir / "summary.txt", table + "\n")
+        # for comparing in the MLflow UI: the summary (headline metrics first) and every cell as tables
+        tracker.log_table(parent, summary_frame(summary, cfg.fairness_metric), "summary_table.json")
+        tracker.log_table(parent, cells_df.assign(method=[r.method for r in results])[["method", *cells_df.columns]],
+                          "cells_table.json")
         flat = {}
         for miss, methods in summary.items():
             for method, entry in methods.items():
@@ -223,6 +232,21 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
     return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
             "results_dir": str(out_dir), "failed": failed}
+
+
+def dataset_source(cfg: ExperimentConfig, raw_dir: str | None = None) -> str:
+    """Where the processed table comes from, for the MLflow dataset input: own data its file (path or URL);
+    a registered dataset its raw file under the raw directory (tracked by DVC in ``data.dvc``), or the raw
+    directory itself when the dataset has several raw files (their checksums are the run's
+    ``data.raw_sha256.*`` tags)."""
+    from fairmiss.datasets import get_variant
+    from fairmiss.datasets.acquire import default_raw_dir
+
+    if cfg.dataset.file:
+        return cfg.dataset.file
+    raw = Path(raw_dir) if raw_dir else default_raw_dir()
+    files = get_variant(cfg.dataset.name).raw_files
+    return str(raw / files[0].filename) if len(files) == 1 else str(raw)
 
 
 def group_names(dataset: str) -> dict[str, str]:

@@ -4,7 +4,8 @@ directory and log it to MLflow.
 The experiment flow already writes ``report.html`` at the end of every run and logs it to the
 parent run; this command rebuilds it from the files alone (e.g. after editing the config's
 ``references:`` block, or for a study with its own flow) and logs it to a ``report`` run of the
-study's MLflow experiment, tagged with the config hash.
+study's MLflow experiment, tagged with the config hash and nested under the study's newest finished run of
+that config (a top-level run when there is none, e.g. a study with its own flow).
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ def build_report(config_path: str | Path, *, quick: bool = False, results_dir: s
     if log_to_mlflow:
         tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
         tags = {"kind": "report", "config.hash": getattr(cfg, "config_hash", "")}
-        with tracker.run(f"report:{cfg.experiment}", tags=tags) as run_id:
+        # nested under the study's newest finished run of this config, so it does not clutter the runs list
+        parent = tracker.latest_parent_run(getattr(cfg, "config_hash", None))
+        with tracker.run(f"report · {cfg.experiment}", tags=tags,
+                         parent_id=parent.info.run_id if parent is not None else None) as run_id:
             tracker.log_artifact(run_id, path, "report")
             for png in sorted(out_dir.glob("*.png")):
                 tracker.log_artifact(run_id, png, "report")

@@ -87,8 +87,25 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
         cm = json.loads(open(local).read())
         assert [(g["group"], g["name"]) for g in cm["groups"]] == [("0", "Black"), ("1", "White")]
         assert all(g["TN"] + g["FP"] + g["FN"] + g["TP"] == g["n"] > 0 for g in cm["groups"])
+        # the dataset as an MLflow input: name, digest = processed-data hash, source = the raw file
+        (inp,) = r.inputs.dataset_inputs
+        assert inp.dataset.name == "compas_000" and inp.dataset.digest == t["data.processed_hash"]
+        assert json.loads(inp.dataset.source)["uri"].endswith("compas-scores-two-years.csv")
+        assert {(x.key, x.value) for x in inp.tags} == {("mlflow.data.context", "training")}
         fnr0 = cm["groups"][0]["FN"] / (cm["groups"][0]["FN"] + cm["groups"][0]["TP"])
         assert abs(fnr0 - r.data.metrics["fnr_group_0"]) < 1e-9
+    # the parent: dataset input, a summary table with the headline metrics first, a cells table
+    assert parent.inputs.dataset_inputs[0].dataset.digest == parent.data.tags["data.processed_hash"]
+    part = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"summary_table.json", "cells_table.json"} <= part
+    local = client.download_artifacts(parent.info.run_id, "summary_table.json", str(tmp))
+    table = json.loads(open(local).read())
+    assert table["columns"][:6] == ["missingness", "method", "accuracy_mean", "accuracy_se", "fnr_difference_mean",
+                                    "fnr_difference_se"]
+    assert len(table["data"]) == 2
+    local = client.download_artifacts(parent.info.run_id, "cells_table.json", str(tmp))
+    cells = json.loads(open(local).read())
+    assert cells["columns"][0] == "method" and len(cells["data"]) == 4
     # the model round-trips through MLflow and predicts like the cell did
     import mlflow.sklearn
     import pandas as pd

@@ -13,7 +13,7 @@ from conftest import small_config
 
 from fairmiss.config import load_config
 from fairmiss.pipeline import cell_cache_key
-from fairmiss.pipeline.summary import data_has_missing, format_table, label_cells, run_name
+from fairmiss.pipeline.summary import data_has_missing, format_table, label_cells, run_name, summary_frame
 
 
 def _cfg(tmp_path, **over):
@@ -70,6 +70,17 @@ def test_console_table_sorted_by_fairness_metric():
                         "d_method": e(0.10, 0.65)}}
     rows = [ln.split()[0] for ln in format_table(summary, "fnr_difference").splitlines()[2:]]
     assert rows == ["b_method", "d_method", "a_method", "c_method"]
+
+
+def test_summary_frame_headline_first_sorted_by_gap():
+    e = lambda gap, acc: {"n_splits": 2, "accuracy_difference_mean": 0.1, "accuracy_difference_se": 0.0,  # noqa: E731
+                          "accuracy_mean": acc, "accuracy_se": 0.01, "consistency_status_mean": 0.9,
+                          "consistency_status_se": 0.0, "fpr_difference_mean": gap, "fpr_difference_se": 0.01}
+    df = summary_frame({"none": {"A": e(0.2, 0.7), "B": e(0.1, 0.6)}}, "fpr_difference")
+    assert list(df.columns) == ["missingness", "method", "accuracy_mean", "accuracy_se", "fpr_difference_mean",
+                                "fpr_difference_se", "consistency_status_mean", "consistency_status_se",
+                                "accuracy_difference_mean", "accuracy_difference_se", "n_splits"]
+    assert df["method"].tolist() == ["B", "A"]
 
 
 @pytest.mark.slow

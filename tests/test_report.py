@@ -112,6 +112,9 @@ def test_cli_report_rebuilds_and_logs_a_report_run(reported, monkeypatch):
     exp = client.get_run(out["parent_run_id"]).info.experiment_id
     runs = client.search_runs([exp], "tags.kind = 'report'")
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    # nested under the study's run, named for the study
+    assert runs[0].data.tags["mlflow.parentRunId"] == out["parent_run_id"]
+    assert runs[0].info.run_name == "report · compas_small"
     assert "report/report.html" in {a.path for a in client.list_artifacts(runs[0].info.run_id, "report")}
 
 

@@ -398,6 +398,33 @@ class Tracker:
         self.client.log_text(run_id, json.dumps(obj, indent=2, sort_keys=True, default=_clean), artifact_file)
 
     @_guard_store
+    def log_table(self, run_id: str, df, artifact_file: str) -> None:
+        """A table the MLflow UI shows as one (``log_table``; the artifact's name ends in ``.json``)."""
+        self.client.log_table(run_id, data=df, artifact_file=artifact_file)
+
+    @_guard_store
+    def log_dataset(self, run_id: str, df, *, name: str, digest: str, source: str, targets: str | None = None,
+                    context: str = "training") -> None:
+        """Record the run's dataset as an MLflow input (the UI's Dataset column): ``name`` (the dataset),
+        ``digest`` (the processed-data hash), ``source`` (the raw files / DVC path the table was built from),
+        the table's schema and size; ``context`` is the input's ``mlflow.data.context`` tag. The entity is built
+        once per (name, digest, source) and reused for every cell."""
+        import warnings
+
+        import mlflow.data
+        from mlflow.entities import DatasetInput, InputTag
+
+        cache = self.__dict__.setdefault("_datasets", {})
+        key = (name, digest, source, targets)
+        if key not in cache:
+            with warnings.catch_warnings():  # integer-column schema hint, source-resolution notes
+                warnings.simplefilter("ignore")
+                cache[key] = mlflow.data.from_pandas(df, source=source, name=name, digest=digest,
+                                                     targets=targets)._to_mlflow_entity()
+        self.client.log_inputs(run_id, datasets=[DatasetInput(cache[key], tags=[InputTag("mlflow.data.context",
+                                                                                         context)])])
+
+    @_guard_store
     def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
         p = Path(path)
         if p.is_dir():
@@ -527,6 +554,16 @@ class Tracker:
             order_by=["attributes.start_time DESC"],
             max_results=1,
         )
+        return runs[0] if runs else None
+
+    @_guard_store
+    def latest_parent_run(self, config_hash: str | None = None):
+        """The newest FINISHED experiment (parent) run, of this config hash if given, or ``None``."""
+        flt = "tags.kind = 'experiment' and attributes.status = 'FINISHED'"
+        if config_hash:
+            flt += f" and tags.`config.hash` = '{config_hash}'"
+        runs = self.client.search_runs([self.experiment_id], filter_string=flt,
+                                       order_by=["attributes.start_time DESC"], max_results=1)
         return runs[0] if runs else None
 
     @_guard_store

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from fairmiss.pipeline.cell import CellResult
+from fairmiss.reporting.tables import headline_metrics, sort_methods, summary_frame  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
@@ -94,15 +95,6 @@ def cells_table(results: list[CellResult]) -> pd.DataFrame:
     floats = df.select_dtypes("float").columns
     df[floats] = df[floats] + 0.0  # -0.0 is written as 0.0 (io.no_negative_zero)
     return df
-
-
-def sort_methods(methods: dict, fairness_metric: str) -> list[tuple[str, dict]]:
-    """``(method, entry)`` by the fairness metric's mean, smallest gap first (methods without it last), ties by
-    name."""
-    def key(item):
-        v = item[1].get(f"{fairness_metric}_mean")
-        return (v is None, v if v is not None else 0.0, item[0])
-    return sorted(methods.items(), key=key)
 
 
 def format_table(summary: dict, fairness_metric: str) -> str:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from fairmiss.io import atomic_write_text
 from fairmiss.reporting.pareto import aggregate_splits, pareto_filter
+from fairmiss.reporting.tables import headline_metrics, summary_frame
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +170,14 @@ def plot_group_bars(gt: pd.DataFrame, metric: str, path: Path, *, title: str = "
     return save_figure(fig, path)
 
 
+def _pm(mean, se) -> str:
+    """``mean ± se`` with 3 decimals; the one missing-value sign ``—``."""
+    if mean is None or (isinstance(mean, float) and np.isnan(mean)):
+        return "—"
+    return f"{mean:.3f} ± {se:.3f}" if se is not None and not (isinstance(se, float) and np.isnan(se)) \
+        else f"{mean:.3f}"
+
+
 def _img(path: Path) -> str:
     import base64
 
@@ -180,8 +189,11 @@ def _img(path: Path) -> str:
 def _table(df: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
     if df is None or df.empty:
         return "<p><em>none</em></p>"
-    return df.to_html(index=False, na_rep="—", float_format=lambda v: floatfmt.format(v), border=0,
-                      classes="t", escape=True)
+    def cell(v):  # one missing-value sign for None and NaN alike
+        if v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)):
+            return "—"
+        return floatfmt.format(v) if isinstance(v, (float, np.floating)) else v
+    return df.astype(object).map(cell).to_html(index=False, border=0, classes="t", escape=True)
 
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -221,10 +233,16 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
         + "</p>")
 
     parts.append("<h2>Summary (test set, mean ± SE over splits)</h2>")
-    rows = [{"missingness": miss, "method": meth,
-             **{k: v for k, v in e.items() if k.endswith(("_mean", "_se")) or k == "n"}}
-            for miss, methods in meta.get("summary", {}).items() for meth, e in methods.items()]
-    parts.append(_table(pd.DataFrame(rows)))
+    full = summary_frame(meta.get("summary", {}), fairness_metric)
+    head = headline_metrics(fairness_metric, [c[:-5] for c in full.columns if c.endswith("_mean")])
+    head = [k for k in head if k == "accuracy" or k == fairness_metric or k.startswith("consistency_")]
+    brief = full[["missingness", "method"]].copy()
+    for k in head:
+        brief[k.replace("_", " ")] = [_pm(m, se) for m, se in zip(full[f"{k}_mean"], full[f"{k}_se"])]
+    brief["splits"] = full["n_splits"] if "n_splits" in full else None
+    parts.append(f"<p class='note'>Methods sorted by {html.escape(fairness_metric.replace('_', ' '))} "
+                 "(smallest first).</p>" + _table(brief))
+    parts.append("<details><summary>every summary metric</summary>" + _table(full) + "</details>")
 
     parts.append("<h2>Fairness–accuracy trade-off (Pareto fronts, SE bars)</h2>")
     for p in sorted(out_dir.glob("tradeoff_*.png")):
