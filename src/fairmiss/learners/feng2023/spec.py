@@ -1,0 +1,103 @@
+"""Specs and factories of the Feng et al. (2023) learner kinds: ``adaptive`` (affinely adaptive features, then
+any registered learner) and ``fairmissbag`` (FairMissBag over any registered fair learner).
+
+Both take a ``base`` learner entry (``{kind: ..., ...}``, any registered kind; validated as that kind's spec)
+and handle missing values themselves, so they pair with ``imputer: none`` (they take NaN; an imputer before
+them would remove the missingness pattern they adapt to). ``adaptive`` cannot wrap a post-processor that
+carves a validation split (``threshold_optimizer``); ``fairmissbag`` can (per member, on its resample).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator
+
+from fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase
+from fairmiss.learners.feng2023.adaptive import AdaptThen
+from fairmiss.learners.feng2023.bag import FairMissBagClassifier
+
+__all__ = ["AdaptiveSpec", "FairMissBagSpec"]
+
+_NESTING = ("adaptive", "fairmissbag")
+
+
+def base_spec(d: dict, where: str = "base"):
+    """Validate a ``base`` learner entry as the spec of its registered kind."""
+    if not isinstance(d, dict) or "kind" not in d:
+        raise ValueError(f"{where}: a learner entry with a 'kind'")
+    if d["kind"] in _NESTING:
+        raise ValueError(f"{where}: '{d['kind']}' cannot be the base of another adapted learner")
+    if d["kind"] not in LEARNER_KINDS:
+        raise ValueError(f"{where}: unknown learner kind '{d['kind']}'; known: {sorted(LEARNER_KINDS.kinds())}")
+    if d.get("imputers") is not None:
+        raise ValueError(f"{where}: 'imputers' belongs to the outer learner")
+    return LEARNER_KINDS[d["kind"]].spec.model_validate(d)
+
+
+def _build_base(d: dict, seed: int, threads: int, feature_names) -> Learner:
+    spec = base_spec(d)
+    entry = LEARNER_KINDS[spec.kind]
+    if entry.flags.get("needs_feature_names"):
+        return entry.build(spec, seed, threads, feature_names)
+    return entry.build(spec, seed, threads)
+
+
+class _Adapted(_LearnerBase):
+    @field_validator("base", check_fields=False)
+    @classmethod
+    def _valid_base(cls, v):
+        return base_spec(v).model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    @property
+    def takes_nan(self) -> bool:  # missing values are handled inside (indicators + zero / per-resample imputation)
+        return True
+
+    @property
+    def wrappable_by_mi(self) -> bool:
+        return False
+
+
+class AdaptiveSpec(_Adapted):
+    """Affinely adaptive features (zero imputation, indicators m_k, interactions m_k(1 − m_j)x_j), then ``base``."""
+
+    kind: Literal["adaptive"] = "adaptive"
+    base: dict[str, Any] = Field(default_factory=lambda: {"kind": "logistic_regression"}, validate_default=True)
+    indicators: bool = True
+    interactions: bool = True
+
+
+class FairMissBagSpec(_Adapted):
+    """FairMissBag: ``n_estimators`` (group, label)-stratified bootstraps, indicators + ``strategy``
+    imputation per resample, a ``base`` fair learner per resample, averaged or random-choice ensemble."""
+
+    kind: Literal["fairmissbag"] = "fairmissbag"
+    base: dict[str, Any] = Field(default_factory=lambda: {"kind": "exponentiated_gradient"}, validate_default=True)
+    n_estimators: Annotated[int, Field(ge=1, le=500)] = 10
+    strategy: Literal["mean", "median", "most_frequent"] = "mean"
+    add_indicator: bool = True
+    ensemble: Literal["average", "random"] = "average"
+
+
+def _adaptive(spec, seed, threads, feature_names=None):
+    inner = _build_base(spec.base, seed, threads, feature_names)
+    if inner.carve_validation:
+        raise ValueError(f"adaptive: base '{spec.base['kind']}' carves a validation split; not supported here "
+                         "(use fairmissbag, or a reduction such as exponentiated_gradient)")
+    return Learner(AdaptThen(inner.estimator, spec.indicators, spec.interactions),
+                   needs_sensitive_fit=inner.needs_sensitive_fit, needs_sensitive_predict=inner.needs_sensitive_predict,
+                   randomized_predict=inner.randomized_predict, seed=inner.seed)
+
+
+def _fairmissbag(spec, seed, threads, feature_names=None):
+    inner = _build_base(spec.base, seed, threads, feature_names)
+    est = FairMissBagClassifier(inner.estimator, n_estimators=spec.n_estimators, strategy=spec.strategy,
+                                add_indicator=spec.add_indicator, ensemble=spec.ensemble,
+                                fit_groups=inner.needs_sensitive_fit, predict_groups=inner.needs_sensitive_predict,
+                                carve_validation=inner.carve_validation, random_state=seed)
+    return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=inner.needs_sensitive_predict, seed=seed)
+
+
+LEARNER_KINDS.register("adaptive", AdaptiveSpec, _adaptive, family="feng2023", needs_feature_names=True)
+LEARNER_KINDS.register("fairmissbag", FairMissBagSpec, _fairmissbag, needs_groups=True, family="feng2023",
+                       needs_feature_names=True)

@@ -1,0 +1,162 @@
+"""FairMissBag (Feng, Calmon & Wang 2023; kind ``fairmissbag``), issue Q: the bootstrap is stratified exactly
+per (group, label) cell, a fit is deterministic under its seed, the ensemble is the members' average (or one
+member per row), the kind through the registry over fair bases, and scikit-learn's estimator checks."""
+import numpy as np
+import pytest
+from pydantic import TypeAdapter, ValidationError
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils.estimator_checks import estimator_checks_generator
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairmiss.config import LearnerSpec
+from fairmiss.learners.build import make_learner
+from fairmiss.learners.feng2023.bag import FairMissBagClassifier, stratified_bootstrap
+
+T = TypeAdapter(LearnerSpec)
+
+
+def _data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    s = (rng.random(n) < 0.35).astype(int)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + 0.7 * s + rng.normal(scale=0.7, size=n) > 0.3).astype(int)
+    X[rng.random(n) < np.where(y == 1, 0.4, 0.1), 1] = np.nan  # label-driven missingness
+    return X, y, s
+
+
+def _cells(y, s):
+    return {(g, c): int(((s == g) & (y == c)).sum()) for g in (0, 1) for c in (0, 1)}
+
+
+def test_bootstrap_is_stratified_exactly_per_cell():
+    X, y, s = _data()
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        idx = stratified_bootstrap(y, s, rng)
+        assert _cells(y[idx], s[idx]) == _cells(y, s)
+        assert len(np.unique(idx)) < len(idx)  # with replacement
+    # a resample of a cell draws from that cell only, and covers it roughly uniformly
+    counts = np.bincount(np.concatenate([stratified_bootstrap(y, s, rng) for _ in range(400)]), minlength=len(y))
+    assert abs(counts.mean() - 400) < 1e-9 and counts.min() > 300 and counts.max() < 520
+    bag = FairMissBagClassifier(LogisticRegression(), n_estimators=5, fit_groups=False, random_state=3).fit(X, y, s)
+    for idx in bag.resamples_:
+        assert _cells(y[idx], s[idx]) == _cells(y, s)
+
+
+def test_deterministic_under_the_seed():
+    X, y, s = _data()
+    a = FairMissBagClassifier(LogisticRegression(), n_estimators=4, fit_groups=False, random_state=7).fit(X, y, s)
+    b = FairMissBagClassifier(LogisticRegression(), n_estimators=4, fit_groups=False, random_state=7).fit(X, y, s)
+    c = FairMissBagClassifier(LogisticRegression(), n_estimators=4, fit_groups=False, random_state=8).fit(X, y, s)
+    assert all(np.array_equal(i, j) for i, j in zip(a.resamples_, b.resamples_))
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert not np.array_equal(a.resamples_[0], c.resamples_[0])
+    # the same through the registry: the cell's learner seed fixes everything (fairlearn EG base)
+    spec = T.validate_python({"kind": "fairmissbag", "n_estimators": 3,
+                              "base": {"kind": "exponentiated_gradient", "max_iter": 10}})
+    p1 = make_learner(spec, seed=11).fit(X, y, s).score(X, s)
+    p2 = make_learner(spec, seed=11).fit(X, y, s).score(X, s)
+    np.testing.assert_array_equal(p1, p2)
+
+
+def test_ensembles():
+    X, y, s = _data()
+    bag = FairMissBagClassifier(LogisticRegression(), n_estimators=5, fit_groups=False, random_state=1).fit(X, y, s)
+    members = np.stack([est.predict_proba(imp.transform(X))[:, 1] for imp, est in bag.members_], axis=1)
+    np.testing.assert_allclose(bag.predict_proba(X)[:, 1], members.mean(axis=1))
+    np.testing.assert_array_equal(bag.predict(X), (members.mean(axis=1) > 0.5).astype(int))
+    # indicators: every member saw the missingness of column 1 as a feature
+    assert all(imp.transform(X).shape[1] == 4 for imp, _ in bag.members_)
+    rnd = FairMissBagClassifier(LogisticRegression(), n_estimators=5, fit_groups=False, ensemble="random", random_state=1).fit(X, y, s)
+    p = rnd.predict_proba(X)[:, 1]
+    assert all(np.isclose(members[i], p[i]).any() for i in range(len(p)))
+    assert len({int(np.flatnonzero(np.isclose(members[i], p[i]))[0]) for i in range(len(p))}) == 5
+    np.testing.assert_array_equal(p, rnd.predict_proba(X)[:, 1])  # reproducible
+
+
+@pytest.mark.parametrize("base", [{"kind": "exponentiated_gradient", "max_iter": 10},
+                                  {"kind": "threshold_optimizer"},
+                                  {"kind": "zafar", "max_iter": 10},
+                                  {"kind": "fair_mip_forest", "n_trees": 1, "max_depth": 1, "batch_size": 40,
+                                   "solver": "search"}])
+def test_over_fair_learners_of_the_registry(base):
+    X, y, s = _data(n=300)
+    spec = T.validate_python({"kind": "fairmissbag", "n_estimators": 2, "base": base})
+    assert spec.takes_nan and not spec.wrappable_by_mi
+    L = make_learner(spec, seed=0, feature_names=["a", "b", "c"]).fit(X, y, s)
+    p = L.predict(X, s)
+    assert p.shape == (300,) and set(np.unique(p)) <= {0, 1}
+    assert L.needs_sensitive_fit and L.needs_sensitive_predict == (base["kind"] == "threshold_optimizer")
+    for imp, est in L.estimator.members_:
+        assert hasattr(imp, "indicator_")
+
+
+def test_bad_specs():
+    with pytest.raises(ValidationError, match="n_estimators"):
+        T.validate_python({"kind": "fairmissbag", "n_estimators": 0})
+    with pytest.raises(ValidationError, match="cannot be the base"):
+        T.validate_python({"kind": "fairmissbag", "base": {"kind": "adaptive"}})
+    with pytest.raises(ValueError, match="ensemble"):
+        FairMissBagClassifier(ensemble="vote").fit(*_data()[:2])
+
+
+class _WithGroups(ClassifierMixin, BaseEstimator):
+    """Test adapter: passes the group g(x) = [x_0 > 0] to the bag (as tests/test_estimator_checks.py does)."""
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = self.estimator.__sklearn_tags__()
+        tags.input_tags, tags.classifier_tags = inner.input_tags, inner.classifier_tags
+        return tags
+
+    def fit(self, X, y):
+        Xv = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=True, skip_check_array=True)
+        try:
+            g = (np.asarray(Xv, dtype=float)[:, 0] > 0).astype(int)
+        except (TypeError, ValueError, IndexError):
+            g = np.zeros(len(y) if hasattr(y, "__len__") else 1, dtype=int)
+        self.estimator_ = clone(self.estimator).fit(Xv, y, sensitive_features=g)
+        self.classes_ = self.estimator_.classes_
+        self.n_features_in_ = self.estimator_.n_features_in_
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self)
+        return self.estimator_.predict(X)
+
+    def predict_proba(self, X):
+        check_is_fitted(self)
+        return self.estimator_.predict_proba(X)
+
+
+def _eg():
+    from fairlearn.reductions import ExponentiatedGradient, TruePositiveRateParity
+
+    return ExponentiatedGradient(LogisticRegression(), constraints=TruePositiveRateParity(), max_iter=10)
+
+
+def _cases():
+    ests = [FairMissBagClassifier(LogisticRegression(), n_estimators=3),
+            _WithGroups(FairMissBagClassifier(_eg(), n_estimators=2))]
+    for est in ests:
+        for item in estimator_checks_generator(est, legacy=True, mark="xfail", xfail_strict=True,
+                                               expected_failed_checks=EXPECTED.get(type(est).__name__, {})):
+            param = item if hasattr(item, "marks") else pytest.param(*item)
+            if isinstance(est, _WithGroups):  # fairlearn's reduction per member: ~90 s for the whole set
+                param = pytest.param(*param.values, marks=[*param.marks, pytest.mark.slow])
+            if getattr(param.values[1], "func", param.values[1]).__name__ != "check_array_api_input":
+                yield param
+
+
+EXPECTED: dict = {}
+
+
+@pytest.mark.parametrize("estimator, check", list(_cases()),
+                         ids=lambda o: getattr(o, "func", o).__name__ if callable(o) and not hasattr(o, "get_params")
+                         else type(o).__name__)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
