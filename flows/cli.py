@@ -8,6 +8,8 @@
     fairmiss datasets          list dataset variants, raw-file status and how to get missing files
     fairmiss validate CONFIG   check a config file without running anything (--kinds: every kind, its fields)
     fairmiss serve [SCHEDULES] Prefect deployments with schedules (params/schedules.yaml), run until Ctrl-C
+    fairmiss compare EXPERIMENT  the trade-off front (accuracy vs --metric, mean ± SE, on-front flag) from any
+                               MLflow store (--tracking-uri), optionally plotted (--plot PNG)
     fairmiss ui                MLflow UI on 127.0.0.1 for the local store
 
 Errors in user input (config, raw files, data validation) print one clear message naming the
@@ -264,6 +266,30 @@ def _cmd_ui(args) -> int:
     return subprocess.call(cmd)
 
 
+def _cmd_compare(args) -> int:
+    def go():
+        from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
+        from fairmiss.tracking import read_cell_runs, store_location
+
+        metric = args.metric
+        if metric is None:  # the experiment's own fairness metric (a parent param), else the default
+            _, info = read_cell_runs(args.tracking_uri, args.experiment, parent_run_id=args.run)
+            metric = info["params"].get("fairness_metric", "fnr_difference")
+        rows, info = read_cell_runs(args.tracking_uri, args.experiment, parent_run_id=args.run,
+                                    metrics=("accuracy", metric))
+        if not rows:
+            raise ConfigError(f"MLflow store {store_location(info['uri'])}: run {info['run_id']} of experiment "
+                              f"'{args.experiment}' has no finished cells")
+        front = front_from_cells(rows, metric)
+        print(f"{args.experiment}: {len(rows)} cells of run {info['run_id']} ({info['run_name']}) in "
+              f"{store_location(info['uri'])}; mean ± SE over splits; * = on the trade-off front "
+              f"(no other method has both a smaller {metric} and a higher accuracy)")
+        print(format_front(front, metric))
+        if args.plot:
+            print(f"plot: {plot_front(front, args.plot, metric, title=args.experiment)}")
+    return run_guarded(go)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fairmiss", description="Fairness with missing data: experiments, tracked.",
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -315,6 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
     p.set_defaults(fn=_cmd_serve)
+    p = sub.add_parser("compare", help="the trade-off front of an experiment's methods, read from any MLflow store")
+    p.add_argument("experiment", help="the MLflow experiment (the config's experiment name)")
+    p.add_argument("--metric", default=None, help="the fairness gap (default: the experiment's fairness_metric)")
+    p.add_argument("--tracking-uri", default=None,
+                   help="sqlite:///… or http://host:port (default: MLFLOW_TRACKING_URI, else the local store)")
+    p.add_argument("--run", default=None, help="a parent run id (default: the newest finished run)")
+    p.add_argument("--plot", default=None, help="also write the front as a PNG to this path")
+    p.set_defaults(fn=_cmd_compare)
     p = sub.add_parser("ui", help="MLflow UI for the local store on 127.0.0.1")
     p.add_argument("--port", type=int, default=5000)
     p.set_defaults(fn=_cmd_ui)

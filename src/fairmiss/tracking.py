@@ -59,7 +59,7 @@ for _name in ("mlflow.sklearn", "mlflow.utils.environment"):
 
 DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
 
-__all__ = ["Tracker", "TrackingStoreError", "resolve_uri", "git_commit", "DEFAULT_URI", "labelled_confusion"]
+__all__ = ["Tracker", "TrackingStoreError", "resolve_uri", "git_commit", "DEFAULT_URI", "labelled_confusion", "read_cell_runs"]
 
 # MLflow logs every SQLAlchemy OperationalError with a full traceback before re-raising it; the
 # error reaches the user once, as a TrackingStoreError naming the store.
@@ -570,6 +570,56 @@ class Tracker:
     def child_runs(self, parent_id: str):
         return self.client.search_runs([self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'",
                                        max_results=10000)
+
+
+def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str | None = None,
+                   metrics: tuple[str, ...] = ()) -> tuple[list[dict], dict]:
+    """The finished cells of an experiment in any store (``sqlite:///…``, a server ``http://…``), read-only
+    (nothing is created): ``(rows, info)``. A row per cell: ``method``, ``missingness``, ``split``, ``key``,
+    ``run_id`` and the requested ``metrics``. Which cells: those of the parent run ``parent_run_id`` (default:
+    the newest FINISHED experiment run), i.e. every FINISHED child run with status ok and that parent's
+    config hash — cells reused by a resumed run were logged under an earlier parent — newest per cell key.
+    ``info``: the parent's run id, name, config hash and params."""
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    try:
+        client = MlflowClient(uri)
+        exp = client.get_experiment_by_name(experiment_name)
+        if exp is None:
+            names = sorted(e.name for e in client.search_experiments(max_results=200))
+            raise ConfigError(f"MLflow store {store_location(uri)}: no experiment '{experiment_name}'; experiments: "
+                              f"{', '.join(names) or 'none'}")
+        if parent_run_id:
+            parent = client.get_run(parent_run_id)
+        else:
+            runs = client.search_runs([exp.experiment_id], "tags.kind = 'experiment' and attributes.status = 'FINISHED'",
+                                      order_by=["attributes.start_time DESC"], max_results=1)
+            if not runs:
+                raise ConfigError(f"MLflow store {store_location(uri)}: experiment '{experiment_name}' has no finished "
+                                  "experiment run")
+            parent = runs[0]
+        chash = parent.data.tags.get("config.hash")
+        flt = "attributes.status = 'FINISHED' and tags.`cell.status` = 'ok'"
+        flt += f" and tags.`config.hash` = '{chash}'" if chash else \
+            f" and tags.mlflow.parentRunId = '{parent.info.run_id}'"
+        kids = client.search_runs([exp.experiment_id], flt, order_by=["attributes.start_time ASC"], max_results=50000)
+    except Exception as exc:
+        err = _store_error(uri, exc)
+        if err is None or err is exc:
+            raise
+        raise err from exc
+    by_key = {}
+    for r in kids:
+        t = r.data.tags
+        if "cell.key" not in t:
+            continue
+        by_key[t["cell.key"]] = {
+            "key": t["cell.key"], "run_id": r.info.run_id, "method": t.get("method") or t.get("cell.method"),
+            "missingness": t.get("missingness") or r.data.params.get("missingness"),
+            "split": int(t.get("split") or r.data.params.get("split.index") or 0),
+            **{m: r.data.metrics.get(m, float("nan")) for m in metrics}}
+    info = {"run_id": parent.info.run_id, "run_name": parent.info.run_name, "config_hash": chash,
+            "params": dict(parent.data.params), "uri": uri}
+    return sorted(by_key.values(), key=lambda r: (r["split"], r["key"])), info  # summarise's order
 
 
 def tempdir():
