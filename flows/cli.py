@@ -94,7 +94,7 @@ def _cmd_run(args) -> int:
                   "(--force runs it again)\n")
         print(out.get("table", ""))
         print(f"\nresults: {out['results_dir']}/metrics.json   MLflow: {out.get('tracking_uri', '')} "
-              f"(parent run {out.get('parent_run_id')}; open with `fairmiss ui`)")
+              f"(parent run {out.get('parent_run_id')}; {_where_to_open(str(out.get('tracking_uri', '')))})")
         if out.get("failed"):
             print(f"{len(out['failed'])} cell(s) failed: {out['failed'][:5]}", file=sys.stderr)
     return run_guarded(go)
@@ -257,13 +257,71 @@ def _cmd_serve(args) -> int:
 
 
 def _cmd_ui(args) -> int:
-    from fairmiss.tracking import resolve_uri
+    """The MLflow UI for the local store on 127.0.0.1: the URL is printed once the server answers; SIGTERM /
+    SIGINT (Ctrl-C) stop the server and its workers. With ``MLFLOW_TRACKING_URI`` pointing at a server there is
+    nothing to start: it says where to open the UI."""
+    import contextlib
+    import signal
+    import time
+    import urllib.request
 
+    from fairmiss.tracking import resolve_uri, store_location
+
+    configured = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if configured.startswith(("http://", "https://")):
+        print(f"MLFLOW_TRACKING_URI points at an MLflow server: open {configured} in a browser "
+              "(its UI is that server's; nothing to start here)")
+        return 0
     uri = resolve_uri(None)
     cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
            "--port", str(args.port), "--default-artifact-root", "mlruns/artifacts"]
-    print("MLflow UI at http://127.0.0.1:%d  (Ctrl-C to stop)" % args.port)
-    return subprocess.call(cmd)
+    url = f"http://127.0.0.1:{args.port}"
+    print(f"starting the MLflow UI for {store_location(uri)} …", flush=True)
+    # its own process group: the server's workers are stopped with it, and a terminal's Ctrl-C reaches us only
+    # (the server's own log goes to stderr: stdout carries only these lines)
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=sys.stderr.fileno())
+
+    def stop(*_):
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+    def on_signal(signum, _frame):
+        stop()
+        raise SystemExit(128 + signum)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        t0 = time.monotonic()
+        while True:  # poll until the UI answers (MLflow takes tens of seconds to start)
+            if proc.poll() is not None:
+                print(f"fairmiss: error: the MLflow server exited with status {proc.returncode} before {url} "
+                      f"answered (port {args.port} in use? try --port)", file=sys.stderr)
+                return 2
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() - t0 > args.timeout:
+                stop()
+                print(f"fairmiss: error: the MLflow server did not answer at {url} within {args.timeout:.0f} s",
+                      file=sys.stderr)
+                return 2
+            time.sleep(0.5)
+        print(f"MLflow UI at {url}  (Ctrl-C to stop)", flush=True)
+        return proc.wait()
+    finally:
+        stop()
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _cmd_compare(args) -> int:
@@ -290,10 +348,23 @@ def _cmd_compare(args) -> int:
     return run_guarded(go)
 
 
+def _version() -> str:
+    import fairmiss
+
+    return fairmiss.__version__
+
+
+def _where_to_open(uri: str) -> str:
+    """The last line's hint: a server URI is opened as it is; a local store with ``fairmiss ui``."""
+    return f"open {uri}" if uri.startswith(("http://", "https://")) else "open with `fairmiss ui`"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fairmiss", description="Fairness with missing data: experiments, tracked.",
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="show Prefect's task logs, library warnings and tracebacks")
+    ap.add_argument("--version", action="version", version=f"fairmiss {_version()}")
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run an experiment config through the Prefect flow")
     p.add_argument("config", nargs="?", default="params/compas_default.yaml")
@@ -351,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=_cmd_compare)
     p = sub.add_parser("ui", help="MLflow UI for the local store on 127.0.0.1")
     p.add_argument("--port", type=int, default=5000)
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the server to answer")
     p.set_defaults(fn=_cmd_ui)
     return ap
 

@@ -1,0 +1,64 @@
+"""``fairmiss --version`` and ``fairmiss ui``: the URL is printed only once the MLflow server answers, SIGTERM
+and SIGINT stop the server (nothing listens on the port afterwards), and a server ``MLFLOW_TRACKING_URI`` is
+not started but named."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+from conftest import ROOT, free_port, run_cli
+
+import fairmiss
+
+
+def test_version():
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"fairmiss {fairmiss.__version__}"
+
+
+def test_ui_with_a_server_uri_says_where_to_open_it():
+    r = run_cli("ui", env={"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"})
+    assert r.returncode == 0, r.stderr
+    assert "open http://127.0.0.1:9" in r.stdout and "Traceback" not in r.stderr
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.server
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_ui_ready_before_url_and_stopped_by_signal(tmp_path, sig):
+    port = free_port()
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "ui", "--port", str(port), "--timeout", "240"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("starting the MLflow UI"), first
+        line = proc.stdout.readline()  # blocks until the URL is printed
+        assert line.startswith(f"MLflow UI at http://127.0.0.1:{port}"), (line, proc.poll())
+        # ready when the URL is printed: the first request answers, no retry
+        assert requests.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
+        assert requests.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 200
+        proc.send_signal(sig)
+        proc.wait(60)
+        t0 = time.time()
+        while _listening(port) and time.time() - t0 < 20:
+            time.sleep(0.5)
+        assert not _listening(port), "the MLflow server still listens after fairmiss ui was stopped"
+        assert proc.returncode != 0 or sig == signal.SIGINT
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
