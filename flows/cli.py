@@ -432,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
     errors.VERBOSE = bool(args.verbose)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # library warnings (scikit-learn, pandas via fairlearn, …) go to the `py.warnings` logger: shown with -v,
+    # kept off the console otherwise (flows.errors._QuietFlowErrors)
+    logging.captureWarnings(True)
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     return args.fn(args)
 

@@ -94,15 +94,42 @@ def user_error_message(exc: BaseException) -> tuple[str, int] | None:
 
 
 class _QuietFlowErrors(logging.Filter):
-    """Drop, on the console only, the error records Prefect's engine writes for a failed task or flow run
-    (``Task run failed with exception`` + traceback, ``Finished in state Failed``, ``Encountered exception
-    during execution`` + traceback): the command reports the error itself, once. They stay in Prefect's
-    API log (the run's logs in its database). Progress (INFO) and warnings are kept."""
+    """Drop, on the console only (unless ``-v``), the error records Prefect's engine writes for a failed task
+    or flow run (``Task run failed with exception`` + traceback, ``Finished in state Failed``, ``Encountered
+    exception during execution`` + traceback): the command reports the error itself, once; Prefect's INFO
+    chatter (:func:`_console_noise`) and library warnings (``py.warnings``). They stay in Prefect's API log
+    (the run's logs in its database). The flow's own progress lines and warnings are kept."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if VERBOSE or record.levelno < logging.ERROR:
+        if VERBOSE:
+            return True
+        if record.levelno < logging.WARNING and _console_noise(record):
+            return False
+        if getattr(record, "fairmiss_progress", False) and PROGRESS_BAR:
+            return False  # the progress bar shows it
+        if record.name == "py.warnings":
+            return False  # library warnings (captured by main): `-v` shows them
+        if record.levelno < logging.ERROR:
             return True
         return not record.name.startswith(("prefect", "docket"))
+
+
+def _console_noise(record: logging.LogRecord) -> bool:
+    """INFO records a user does not need on the console (they stay in Prefect's API log): every task run's
+    ``Finished in state Completed()``, Prefect's temporary-server banner, the flow run's created/finished
+    lines."""
+    name = record.name
+    if name.startswith(("prefect.task_runs", "prefect.server", "docket", "uvicorn", "prefect.events",
+                        "prefect.client")):
+        return True
+    if name.startswith("prefect") and not name.startswith("prefect.flow_runs"):
+        return True  # e.g. "prefect: Starting temporary server on http://127.0.0.1:…"
+    msg = record.getMessage() if name.startswith("prefect.flow_runs") else ""
+    return msg.startswith(("Finished in state", "Beginning flow run", "View at"))
+
+
+#: set while a progress bar is drawn on the console: the per-cell progress records are then not printed
+PROGRESS_BAR = False
 
 
 _QUIET = _QuietFlowErrors()

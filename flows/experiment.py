@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -25,6 +26,7 @@ from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
 from fairmiss.codeversion import code_version
 from fairmiss.tracking import Tracker
+from flows import errors
 from flows.errors import check_all_failed
 from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
 
@@ -75,6 +77,43 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
             logging.getLogger(__name__).warning("flow stopping (%s): terminated %d task worker process(es)",
                                                 exc_type.__name__, len(procs))
         super().__exit__(exc_type, exc_value, traceback)
+
+
+class CellProgress:
+    """Progress over a run's cells: a bar with ETA (tqdm, on stderr) when stderr is a terminal and ``-v`` is
+    off — the per-cell log lines then stay out of the console (they remain in Prefect's log) — and an
+    ``ETA`` suffix for those log lines either way. The ETA is the mean time per computed cell so far times
+    the computed cells left (reused cells cost nothing)."""
+
+    def __init__(self, total: int, to_compute: int, desc: str):
+        self.t0, self.left = time.monotonic(), to_compute
+        self.computed = 0
+        self.bar = None
+        if sys.stderr.isatty() and not errors.VERBOSE:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="cell", file=sys.stderr, dynamic_ncols=True, leave=True)
+            errors.PROGRESS_BAR = True
+
+    def step(self, *, computed: bool) -> str:
+        if self.bar is not None:
+            self.bar.update(1)
+        if not computed:
+            return ""
+        self.computed += 1
+        self.left -= 1
+        per = (time.monotonic() - self.t0) / self.computed
+        return f" (ETA {_hms(per * self.left)})" if self.left > 0 else ""
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            errors.PROGRESS_BAR = False
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def _task_runner(cfg: ExperimentConfig):
@@ -164,11 +203,14 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         }
         results = []
         X_example = data.df[data.features].head(20)
+        progress = CellProgress(len(cells), len(pending), cfg.experiment)
         for n, cell in enumerate(cells, 1):
             if cell.key in done:
                 run = done[cell.key]
                 res = pipeline.reused_result(cell, run.data.params, run.data.metrics, run.info.run_id)
-                log.info("[%d/%d] %s: reused from run %s", n, len(cells), res.key, run.info.run_id)
+                log.info("[%d/%d] %s: reused from run %s", n, len(cells), run_name(res), run.info.run_id,
+                         extra={"fairmiss_progress": True})
+                progress.step(computed=False)
                 results.append(res)
                 continue
             res = futures[cell.key].result()
@@ -179,8 +221,11 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
             tracker.log_dataset(child, data.df, name=data.dataset, digest=data.data_hash, source=source,
                                 targets=data.label)
             results.append(res)
-            log.info("[%d/%d] %s: %s", n, len(cells), res.key,
-                     res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}")
+            eta = progress.step(computed=True)
+            log.info("[%d/%d] %s: %s%s", n, len(cells), run_name(res),
+                     res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}", eta,
+                     extra={"fairmiss_progress": True})
+        progress.close()
         check_all_failed(cfg.experiment, results)  # no metrics.json for a run with nothing in it
         summary = pipeline.summarise(results)
         failed = [r.key for r in results if r.status != "ok"]

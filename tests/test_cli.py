@@ -83,3 +83,17 @@ def test_cli_run_prints_table(tmp_path):
     with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as c:
         status = [s for (s,) in c.execute("select status from runs")]
     assert status and set(status) == {"FINISHED"}
+    # a quiet console: progress lines with the method label, no task-run chatter, no server banner, no library
+    # warnings (they stay in Prefect's log; `-v` shows them); the last line says how to open the store
+    assert "[1/1] mean+tree_d3 · split 0: accuracy" in r.stderr, r.stderr[-3000:]
+    for noise in ("Finished in state Completed", "Starting temporary server", "Warning:", "prefect.task_runs"):
+        assert noise not in r.stderr, (noise, r.stderr[-3000:])
+    assert "open with `fairmiss ui`" in r.stdout.strip().splitlines()[-1]
+
+
+def test_cli_verbose_shows_task_logs(tmp_path):
+    p = small_config(tmp_path, split={"n_splits": 1}, imputers=[{"kind": "mean"}])
+    r = run_cli("-v", "run", str(p), "--results-dir", str(tmp_path / "results"), "--processed-dir",
+                str(tmp_path / "processed"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Finished in state Completed" in r.stderr
