@@ -67,9 +67,14 @@ def test_mlflow_ui_lists_the_sweep_runs_and_screenshot_is_logged(tmp_path):
     try:
         base = f"http://127.0.0.1:{port}"
         wait_http(base + "/health", timeout=180, proc=proc)
-        # 1. the experiment's runs page lists the sweep (child runs are nested under the parent)
-        dom = _render(exe, f"{base}/#/experiments/{exp_id}/runs", tmp_path)
+        # 1. the experiment's runs page lists the sweep, sorted by the fairness metric: every run under its full
+        #    method label (method first, split last: not cut to one look-alike prefix), and the dataset input
+        runs_page = f"{base}/#/experiments/{exp_id}/runs?orderByKey=metrics.%60fnr_difference%60&orderByAsc=true"
+        dom = _render(exe, runs_page, tmp_path)
         assert "compas_small" in dom, dom[:2000]
+        for name in ("mean+tree_d3 · split 0", "mean+logreg · split 1"):
+            assert name in dom, f"run {name} not on the runs page"
+        assert "fnr_difference" in dom and "compas_000 (" in dom  # the sort by the gap; the Dataset column
         # 2. the compare view of the child runs: every learner's runs line up on the same param and
         #    metric names (learner.kind, imputer.kind, per-group metrics)
         import json
