@@ -1,7 +1,8 @@
 """Specs and factories of the Feng et al. (2023) learner kinds: ``adaptive`` (affinely adaptive features, then
 any registered learner) and ``fairmissbag`` (FairMissBag over any registered fair learner).
 
-Both take a ``base`` learner entry (``{kind: ..., ...}``, any registered kind; validated as that kind's spec)
+``pattern_clusters`` (missing-pattern clusters, a fair learner per cluster) completes intervention (iii) in a
+simple form (:mod:`.clusters`). All take a ``base`` learner entry (``{kind: ..., ...}``, any registered kind; validated as that kind's spec)
 and handle missing values themselves, so they pair with ``imputer: none`` (they take NaN; an imputer before
 them would remove the missingness pattern they adapt to). ``adaptive`` cannot wrap a post-processor that
 carves a validation split (``threshold_optimizer``); ``fairmissbag`` can (per member, on its resample).
@@ -16,10 +17,11 @@ from pydantic import Field, field_validator
 from fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase
 from fairmiss.learners.feng2023.adaptive import AdaptThen
 from fairmiss.learners.feng2023.bag import FairMissBagClassifier
+from fairmiss.learners.feng2023.clusters import PatternClusterClassifier
 
-__all__ = ["AdaptiveSpec", "FairMissBagSpec"]
+__all__ = ["AdaptiveSpec", "FairMissBagSpec", "PatternClustersSpec"]
 
-_NESTING = ("adaptive", "fairmissbag")
+_NESTING = ("adaptive", "fairmissbag", "pattern_clusters")
 
 
 def base_spec(d: dict, where: str = "base"):
@@ -79,6 +81,16 @@ class FairMissBagSpec(_Adapted):
     ensemble: Literal["average", "random"] = "average"
 
 
+class PatternClustersSpec(_Adapted):
+    """Missing-pattern clusters (greedy splits on missingness indicators with the largest label-entropy gain,
+    every (group, label) cell >= ``min_cell`` rows in each cluster), a ``base`` fair learner per cluster."""
+
+    kind: Literal["pattern_clusters"] = "pattern_clusters"
+    base: dict[str, Any] = Field(default_factory=lambda: {"kind": "exponentiated_gradient"}, validate_default=True)
+    min_cell: Annotated[int, Field(ge=1)] = 20
+    max_clusters: Annotated[int, Field(ge=1, le=64)] = 4
+
+
 def _adaptive(spec, seed, threads, feature_names=None):
     inner = _build_base(spec.base, seed, threads, feature_names)
     if inner.carve_validation:
@@ -98,6 +110,17 @@ def _fairmissbag(spec, seed, threads, feature_names=None):
     return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=inner.needs_sensitive_predict, seed=seed)
 
 
+def _pattern_clusters(spec, seed, threads, feature_names=None):
+    inner = _build_base(spec.base, seed, threads, feature_names)
+    if inner.carve_validation:
+        raise ValueError(f"pattern_clusters: base '{spec.base['kind']}' carves a validation split; not supported")
+    est = PatternClusterClassifier(inner.estimator, min_cell=spec.min_cell, max_clusters=spec.max_clusters,
+                                   fit_groups=inner.needs_sensitive_fit, predict_groups=inner.needs_sensitive_predict)
+    return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=inner.needs_sensitive_predict, seed=seed)
+
+
 LEARNER_KINDS.register("adaptive", AdaptiveSpec, _adaptive, family="feng2023", needs_feature_names=True)
 LEARNER_KINDS.register("fairmissbag", FairMissBagSpec, _fairmissbag, needs_groups=True, family="feng2023",
                        needs_feature_names=True)
+LEARNER_KINDS.register("pattern_clusters", PatternClustersSpec, _pattern_clusters, needs_groups=True,
+                       family="feng2023", needs_feature_names=True)
