@@ -38,6 +38,8 @@ def test_flow_completes_and_writes_results(flow_run):
     assert m["groups"] == {"0": "Black", "1": "White"}
     html = (tmp / "results" / "compas_small" / "report.html").read_text()
     assert "0 = <b>Black</b>" in html and "<th>White</th>" in html
+    assert (tmp / "results" / "compas_small" / "front_table3.png").stat().st_size > 5000  # the cross-method front
+    assert html.index("front_table3.png") < html.index("tradeoff_table3.png")
 
 
 def test_prefect_flow_run_state_completed(flow_run):
