@@ -69,7 +69,7 @@ def test_two_processes_share_one_store(tmp_path):
     runs = _runs(tmp_path / "mlruns" / "mlflow.db")
     assert len(runs) == 2 * (1 + 4) and {r[2] for r in runs} == {"FINISHED"}
     names = sorted(r[1] for r in runs)
-    assert names.count("split0/table3/mean/tree_d3") == 2
+    assert names.count("mean+tree_d3 · split 0") == 2  # method first, split last (issue O)
     a = (tmp_path / "results_a" / "compas_small" / "metrics.json").read_bytes()
     b = (tmp_path / "results_b" / "compas_small" / "metrics.json").read_bytes()
     assert a == b
