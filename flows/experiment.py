@@ -233,6 +233,10 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
                    "config_hash": cfg.config_hash, "fairness_metric": cfg.fairness_metric, "groups": groups,
                    "n_cells": len(cells), "n_failed": len(failed), "summary": summary}
         atomic_write_json(out_dir / "metrics.json", metrics)
+        # compact DVC metrics and plot data (dvc.yaml declares them; metrics.json stays the full record)
+        atomic_write_json(out_dir / "headline.json", pipeline.headline(summary, cfg.fairness_metric))
+        atomic_write_text(out_dir / "tradeoff.csv", pipeline.tradeoff_table(summary, cfg.fairness_metric)
+                          .to_csv(index=False, float_format="%.10g"))
         cells_df = pipeline.cells_table(results)
         atomic_write_text(out_dir / "cells.csv", cells_df.to_csv(index=False))
         from fairmiss.studies.p000_claims import claims_for_dataset

@@ -47,7 +47,8 @@ from fairmiss.pipeline.cell import (EXTRA_GROUP_GAPS, TIMING_KEYS, CellResult, _
 from fairmiss.pipeline.impute_cache import (_SHAREABLE_IMPUTERS, IMPUTE_CACHE, ImputationCache,  # noqa: F401
                                             _shared_imputation)
 from fairmiss.pipeline.split import SplitData, _masked_columns, _warn_test_split, make_split  # noqa: F401
-from fairmiss.pipeline.summary import SUMMARY_METRICS, _extra_keys, cells_table, format_table, summarise  # noqa: F401
+from fairmiss.pipeline.summary import (SUMMARY_METRICS, _extra_keys, cells_table, format_table, headline,  # noqa: F401
+                                      summarise, tradeoff_table)
 
 _IMPUTE_CACHE = IMPUTE_CACHE.entries  # the same dict as before K (tests and bench clear it)
 _IMPUTE_LOCKS = IMPUTE_CACHE.locks

@@ -110,3 +110,41 @@ def format_table(summary: dict, fairness_metric: str) -> str:
                 return "n/a" if mean is None else f"{mean:.3f} ± {se or 0:.3f}"
             lines.append(f"  {m:40s} {f('accuracy'):>16s} {f('balanced_accuracy'):>16s} {f(fairness_metric):>24s}")
     return "\n".join(lines)
+
+
+def headline(summary: dict, fairness_metric: str) -> dict:
+    """The compact DVC metrics of a run (``results/<experiment>/headline.json``): per missingness and method only
+    accuracy and the config's fairness metric, mean and standard error over splits, so that ``dvc metrics
+    show/diff`` stays readable (``metrics.json`` keeps every metric). Numbers are rounded to 6 significant
+    digits for display only; metrics.json holds the full values."""
+    out = {}
+    for miss, methods in summary.items():
+        out[miss] = {}
+        for method, entry in methods.items():
+            row = {}
+            for name in ("accuracy", fairness_metric):
+                for stat in ("mean", "se"):
+                    v = entry.get(f"{name}_{stat}")
+                    row[f"{name}_{stat}"] = None if v is None or v != v else float(f"{v:.6g}")
+            out[miss][method] = row
+    return out
+
+
+def tradeoff_table(summary: dict, fairness_metric: str) -> pd.DataFrame:
+    """One row per (missingness, method): accuracy and fairness gap (mean, SE), and whether the method is on the
+    front of its missingness setting (no other method has accuracy >= and |gap| <= with one strict). The plot
+    data of ``dvc plots`` (``results/<experiment>/tradeoff.csv``; columns named generically ``gap`` so one plot
+    definition serves every fairness metric, which is in the ``fairness_metric`` column)."""
+    rows = []
+    for miss, methods in summary.items():
+        pts = {m: (e.get("accuracy_mean"), e.get(f"{fairness_metric}_mean")) for m, e in methods.items()}
+        for method, entry in methods.items():
+            a, g = pts[method]
+            front = a is not None and g is not None and a == a and g == g and not any(
+                b is not None and h is not None and b >= a and abs(h) <= abs(g) and (b > a or abs(h) < abs(g))
+                for other, (b, h) in pts.items() if other != method)
+            rows.append({"missingness": miss, "method": method, "accuracy": a, "accuracy_se": entry.get("accuracy_se"),
+                         "gap": g, "gap_se": entry.get(f"{fairness_metric}_se"), "fairness_metric": fairness_metric,
+                         "on_front": bool(front)})
+    return pd.DataFrame(rows, columns=["missingness", "method", "accuracy", "accuracy_se", "gap", "gap_se",
+                                       "fairness_metric", "on_front"])
