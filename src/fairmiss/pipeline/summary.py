@@ -115,8 +115,8 @@ def format_table(summary: dict, fairness_metric: str) -> str:
 def headline(summary: dict, fairness_metric: str) -> dict:
     """The compact DVC metrics of a run (``results/<experiment>/headline.json``): per missingness and method only
     accuracy and the config's fairness metric, mean and standard error over splits, so that ``dvc metrics
-    show/diff`` stays readable (``metrics.json`` keeps every metric). Numbers are rounded to 6 significant
-    digits for display only; metrics.json holds the full values."""
+    show/diff`` stays readable (``metrics.json`` keeps every metric). Values are not rounded: a change in the
+    last digits stays a change (``dvc metrics diff --precision 10`` shows it; DVC's default display rounds to 5)."""
     out = {}
     for miss, methods in summary.items():
         out[miss] = {}
@@ -125,7 +125,7 @@ def headline(summary: dict, fairness_metric: str) -> dict:
             for name in ("accuracy", fairness_metric):
                 for stat in ("mean", "se"):
                     v = entry.get(f"{name}_{stat}")
-                    row[f"{name}_{stat}"] = None if v is None or v != v else float(f"{v:.6g}")
+                    row[f"{name}_{stat}"] = None if v is None or v != v else float(v)
             out[miss][method] = row
     return out
 
