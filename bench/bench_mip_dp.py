@@ -39,11 +39,18 @@ from fairmiss.datasets.hsls import FEATURES, GROUP, LABEL, generate_hsls_synthet
 from fairmiss.missingness.mechanisms import PRESETS, mcar_group
 from fairmiss.learners.fair_mip_forest.dp import dp_tree
 from fairmiss.learners.fair_mip_forest.forest import FairMIPForestClassifier, _auto_eps, _cart_tree
-from fairmiss.learners.fair_mip_forest.search import search_tree
+from fairmiss.learners.fair_mip_forest.search import candidate_splits, search_tree
 from fairmiss.learners.fair_mip_forest.tree import prepare_batch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mip_search import OUT, ROOT, _scaled  # noqa: E402  (same scaling and paths as the search bench)
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results"
+
+
+def _scaled(X):
+    """Min-max scaling of the whole table, as bench/bench_mip_search.py scales it."""
+    X = np.asarray(X, float)
+    lo, hi = np.nanmin(X, 0), np.nanmax(X, 0)
+    return (X - lo) / np.where(hi > lo, hi - lo, 1.0)
 
 
 def _table(name):
@@ -70,6 +77,20 @@ def _batches(name, n_batches, size):
     return out
 
 
+def _foreign_splits(tree, batch, eps, max_thresholds):
+    """Splits of ``tree`` whose "goes left" mask over the batch is not a candidate of the DP: the search keeps
+    the thresholds of its start trees (CART), which lie outside a capped candidate set (``max_thresholds``);
+    with every observed value a candidate, each such split routes like a candidate and the count is 0."""
+    _, _, seen = candidate_splits(batch, eps, max_thresholds)
+    a, m = batch.a, batch.m.astype(bool)
+    n = 0
+    for v in range(len(tree.feature)):
+        j, q, c = int(tree.feature[v]), float(tree.threshold[v]), bool(tree.missing_left[v])
+        left = (~m[:, j] & (a[:, j] <= q)) | (m[:, j] & c)
+        n += np.packbits(left).tobytes() not in seen
+    return n
+
+
 def _run(dataset, batches, lambdas, fairness, max_thresholds=None, restarts=50):
     rows = []
     for b, batch, eps in batches:
@@ -81,14 +102,15 @@ def _run(dataset, batches, lambdas, fairness, max_thresholds=None, restarts=50):
             t0 = time.perf_counter()
             se = search_tree(batch, starts=[_cart_tree(batch, 3, b)], n_restarts=restarts, seed=b, **kw)
             t_se = time.perf_counter() - t0
-            if dp.objective > se.objective + 1e-12:
+            foreign = _foreign_splits(se.tree, batch, eps, max_thresholds)
+            if dp.objective > se.objective + 1e-12 and not foreign:
                 raise AssertionError(f"DP worse than the search on {dataset} batch {b} λ {lam}")
             sizes = dp.front_sizes.get(2, {"mean": float("nan"), "max": 0})
             row = {"dataset": dataset, "batch": b, "lambda": lam, "fairness": fairness, "n": batch.n,
                    "candidates": dp.n_candidates, "dp_seconds": t_dp, "search_seconds": t_se,
                    "dp_objective": dp.objective, "search_objective": se.objective, "status": dp.status,
                    "root_solved": dp.root_splits["solved"], "root_total": dp.root_splits["total"],
-                   "front_mean": sizes["mean"], "front_max": sizes["max"]}
+                   "front_mean": sizes["mean"], "front_max": sizes["max"], "search_foreign_splits": foreign}
             rows.append(row)
             print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
     return rows
@@ -136,7 +158,9 @@ def _summary(rows):
             "search_optimal": int((gap <= 1e-12).sum()), "gap_mean": gap.mean(), "gap_max": gap.max(),
             "candidates": f"{min(r['candidates'] for r in rows)}-{max(r['candidates'] for r in rows)}",
             "front_mean": np.nanmean([r["front_mean"] for r in rows]), "front_max": max(r["front_max"] for r in rows),
-            "root_solved": np.median([r["root_solved"] for r in rows])}
+            "root_solved": np.median([r["root_solved"] for r in rows]),
+            "dp_worse": int((gap < -1e-12).sum()), "foreign": int(sum(r.get("search_foreign_splits", 0) > 0 for r in rows)),
+            "worst": float(-gap.min())}
 
 
 def render(res) -> str:
@@ -151,16 +175,16 @@ def render(res) -> str:
              "with one BLAS thread (inside `dp_tree`); the search as the forest runs it (50 restarts, CART start).",
              "",
              "| dataset | regulariser | λ | batch | batches | candidate splits | DP median (max) s | search median s "
-             "| search/DP (median) | DP slower | search optimal | search gap mean (max) | DP front mean (max) "
-             "| root splits solved (median) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| search/DP (median) | DP slower | search optimal | search gap mean (max) | DP worse (search split outside "
+             "the DP's candidates) | DP front mean (max) | root splits solved (median) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (ds, fair, lam, n), rows in groups.items():
         s = _summary(rows)
         lines.append(
             f"| {ds} | {fair} | {lam} | {n} | {s['n']} | {s['candidates']} | {s['dp_median']:.3f} ({s['dp_max']:.2f}) "
             f"| {s['search_median']:.2f} | {s['ratio_median']:.0f}x | {s['dp_slower']} of {s['n']} "
-            f"| {s['search_optimal']} of {s['n']} | {s['gap_mean']:.4f} ({s['gap_max']:.4f}) "
-            f"| {s['front_mean']:.1f} ({s['front_max']}) | {s['root_solved']:.0f} |")
+            f"| {s['search_optimal'] - s['dp_worse']} of {s['n']} | {s['gap_mean']:.4f} ({s['gap_max']:.4f}) "
+            f"| {s['dp_worse']} ({s['foreign']} with a foreign split) | {s['front_mean']:.1f} ({s['front_max']}) | {s['root_solved']:.0f} |")
     def goal(ds, fair, limit, what):
         sel = [r for r in res["rows"] if r["dataset"] == ds and r["fairness"] == fair]
         if not sel:
@@ -177,13 +201,36 @@ def render(res) -> str:
               goal("compas", "fnr", 0.3, "exact tree, COMPAS n = 200, depth 3, λ ∈ {0.1, 1}"),
               goal("adult", "fpr", 1.0, "exact tree, Adult batch n = 200, depth 3, λ ∈ {0.1, 1}"),
               goal("hsls_synthetic", "fnr", 10.0, "HSLS-like batch n = 400, 32 thresholds, depth 3"),
-              "| whole 000 COMPAS / Adult Figure 2 study | not re-run in this session (CPU budget) | <= 10 / 15 min |"]
+              "| whole 000 COMPAS / Adult Figure 2 study | see `bench/results/fig2_exact.md` (separate run) "
+              "| <= 10 / 15 min |"]
     n_all = len(res["rows"])
+    batches = {(r["dataset"], r["batch"]) for r in res["rows"]}  # the equalized-odds batches are COMPAS batches 0..
+    per_ds = {}
+    for ds, _ in batches:
+        per_ds[ds] = per_ds.get(ds, 0) + 1
+    lines += ["", f"{len(batches)} distinct real batches (" + ", ".join(f"{k} {v}" for k, v in sorted(per_ds.items()))
+              + f"), {n_all} (batch, regulariser, λ) solves."]
+    worse = [r for r in res["rows"] if r["dp_objective"] > r["search_objective"] + 1e-12]
+    uncapped = [r for r in res["rows"] if r["dataset"] != "hsls_synthetic"]
+    ub = {(r["dataset"], r["batch"]) for r in uncapped}
+    lines += ["", f"**DP vs search on the same candidate splits** (COMPAS, Adult: every observed value a candidate, "
+              f"the space of Program 1): the DP is never worse than the search on {len(ub)} batches "
+              f"({len(uncapped)} solves; asserted by the script: a worse DP tree without a foreign search split "
+              "aborts the run)."]
+    if worse:
+        lines += ["", f"**Capped candidates (HSLS-like, 32 thresholds a feature): the DP was worse than the search on "
+                  f"{len(worse)} of {sum(r['dataset'] == 'hsls_synthetic' for r in res['rows'])} solves** "
+                  f"(objective up to {max(r['dp_objective'] - r['search_objective'] for r in worse):.4f} higher). "
+                  "In each such case the search's tree has a split outside the capped candidate set (column "
+                  "`search_foreign_splits` in mip_dp.json, checked by the script): the search keeps its CART start's "
+                  "thresholds (`search_tree`: 'Trees from starts keep their own thresholds'), which the 32-threshold "
+                  "grid does not contain; the DP is the proven optimum over the capped grid only. With "
+                  "`dp_max_thresholds: None` (every observed value) the DP's space contains every such split."]
     lines += ["", f"Every DP tree has status `optimal` ({sum(r['status'] == 'optimal' for r in res['rows'])} of "
-              f"{n_all}) and is never worse than the search ({n_all} of {n_all}; asserted by the script). "
+              f"{n_all}). "
               f"Wall time of the whole run: {res['wall_seconds'] / 60:.1f} min. "
-              "HSLS-like: both solvers use the same 32 thresholds a feature, so the DP's optimum is over that capped "
-              "candidate set. 'DP front' = front size of the depth-2 subproblems after κ-pruning; 'root splits "
+              "HSLS-like: the DP's candidates are 32 thresholds a feature (its optimum is over that capped set); the "
+              "search's are the same grid plus its start trees' thresholds. 'DP front' = front size of the depth-2 subproblems after κ-pruning; 'root splits "
               "solved' = root splits whose children were solved (the rest were bounded out by the λ = 0 depth-2 "
               "lower bound)."]
     return "\n".join(lines) + "\n"
