@@ -36,6 +36,8 @@ def logged_model(table, tmp_path_factory):
     import mlflow
     from sklearn.linear_model import LogisticRegression
 
+    import fairmiss.tracking  # noqa: F401  (registers the kind's loader, as the pipeline does for its cells)
+
     X, y, _ = table
     store = f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}"
     old = mlflow.get_tracking_uri()
@@ -60,7 +62,7 @@ def table():
 
 
 def test_registered_kinds_are_the_known_kinds():
-    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 18
+    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 21
     assert set(IMPUTER_KINDS.kinds()) == {"mean", "median", "most_frequent", "constant", "knn", "iterative",
                                           "none", "multiple", "random_sample", "estimator"}
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
@@ -39,10 +39,23 @@ class ThresholdOptimizerSpec(_LearnerBase):
     validation_size: Annotated[float, Field(gt=0, lt=1)] = 0.5
 
 
+class WeightedPipeline(Pipeline):
+    """A Pipeline whose ``fit`` takes ``sample_weight`` and hands it to the final estimator. fairlearn's
+    reductions (ExponentiatedGradient) call ``fit(X, y, sample_weight=w)`` on their base, which scikit-learn's
+    Pipeline refuses (it wants ``<step>__sample_weight``): the scaled logistic-regression base failed on every
+    cell. Without weights it is the plain Pipeline (same fit, same numbers)."""
+
+    def fit(self, X, y=None, sample_weight=None, **params):
+        if sample_weight is not None:
+            params[f"{self.steps[-1][0]}__sample_weight"] = sample_weight
+        return super().fit(X, y, **params)
+
+
 def _base(spec, seed):
     if spec.base == "decision_tree":
         return DecisionTreeClassifier(max_depth=spec.max_depth, random_state=seed)
-    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    return WeightedPipeline([("standardscaler", StandardScaler()),
+                             ("logisticregression", LogisticRegression(max_iter=1000))])
 
 
 def _expgrad(spec, seed, threads):

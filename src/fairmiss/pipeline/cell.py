@@ -146,6 +146,8 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
             if requires_groups(imputer):
                 group_kw = {"sensitive_features": s[te]}
         t1 = time.perf_counter()
+        if cell.learner.kind == "mlflow_model":  # its loader lives in fairmiss.tracking (MLflow stays there)
+            import fairmiss.tracking  # noqa: F401  (registers the loader; cells may run in fresh worker processes)
         learner = make_learner(cell.learner, seeds["learner"] % (2**31), threads=threads, feature_names=data.features)
         if cell.imputer.kind == "multiple":
             if learner.needs_sensitive_fit or learner.needs_sensitive_predict or learner.carve_validation:
