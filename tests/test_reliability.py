@@ -96,8 +96,9 @@ def test_sigterm_stops_a_process_pool_flow_promptly(tmp_path):
     cfg = small_config(tmp_path, split={"n_splits": 1}, missingness=[{"kind": "none"}], imputers=[{"kind": "mean"}],
                        # one HiGHS solve of minutes: a single C call that Prefect's cooperative task
                        # cancellation cannot interrupt (a random forest stops between trees on its own)
+                       # solver mip explicitly: the default exact DP (issue N) finishes the cell in about a second
                        learners=[{"kind": "fair_mip_forest", "name": "mip_slow", "n_trees": 1, "batch_size": 400,
-                                  "time_limit": 600, "warm_start": "none"}],
+                                  "solver": "mip", "time_limit": 600, "warm_start": "none"}],
                        execution={"max_workers": 1, "task_runner": "process"})
     db = tmp_path / "mlruns" / "mlflow.db"
     p = _flow(cfg, tmp_path, "a")
