@@ -49,19 +49,9 @@ def _proba1(est, X, kw) -> np.ndarray:
     return np.asarray(est.predict(X, **kw), dtype=float)
 
 
-class FairMissBagClassifier(ClassifierMixin, BaseEstimator):
-    def __init__(self, estimator=None, n_estimators: int = 10, strategy: str = "mean", add_indicator: bool = True,
-                 ensemble: str = "average", fit_groups: bool = True, predict_groups: bool = False,
-                 carve_validation: float | None = None, random_state: int | None = 0):
-        self.estimator = estimator
-        self.n_estimators = n_estimators
-        self.strategy = strategy
-        self.add_indicator = add_indicator
-        self.ensemble = ensemble
-        self.fit_groups = fit_groups
-        self.predict_groups = predict_groups
-        self.carve_validation = carve_validation
-        self.random_state = random_state
+class _MissingAwareBinary:
+    """What the Feng et al. meta-estimators share: they take NaN (scikit-learn tag), are binary only, and wrap
+    ``estimator`` (default: a logistic regression)."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -75,6 +65,21 @@ class FairMissBagClassifier(ClassifierMixin, BaseEstimator):
         from sklearn.linear_model import LogisticRegression
 
         return LogisticRegression(max_iter=1000)
+
+
+class FairMissBagClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimator):
+    def __init__(self, estimator=None, n_estimators: int = 10, strategy: str = "mean", add_indicator: bool = True,
+                 ensemble: str = "average", fit_groups: bool = True, predict_groups: bool = False,
+                 carve_validation: float | None = None, random_state: int | None = 0):
+        self.estimator = estimator
+        self.n_estimators = n_estimators
+        self.strategy = strategy
+        self.add_indicator = add_indicator
+        self.ensemble = ensemble
+        self.fit_groups = fit_groups
+        self.predict_groups = predict_groups
+        self.carve_validation = carve_validation
+        self.random_state = random_state
 
     def fit(self, X, y, sensitive_features=None):
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan", reset=True)

@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fairmiss.learners.feng2023.bag import _proba1
+from fairmiss.learners.feng2023.bag import _MissingAwareBinary, _proba1
 
 __all__ = ["PatternClusterClassifier"]
 
@@ -31,7 +31,7 @@ def _entropy(y) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-class PatternClusterClassifier(ClassifierMixin, BaseEstimator):
+class PatternClusterClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimator):
     def __init__(self, estimator=None, min_cell: int = 20, max_clusters: int = 4, fit_groups: bool = True,
                  predict_groups: bool = False):
         self.estimator = estimator
@@ -39,19 +39,6 @@ class PatternClusterClassifier(ClassifierMixin, BaseEstimator):
         self.max_clusters = max_clusters
         self.fit_groups = fit_groups
         self.predict_groups = predict_groups
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.classifier_tags.multi_class = False
-        return tags
-
-    def _base(self):
-        if self.estimator is not None:
-            return self.estimator
-        from sklearn.linear_model import LogisticRegression
-
-        return LogisticRegression(max_iter=1000)
 
     def _ok(self, rows_y, rows_s, cells) -> bool:
         return all(((rows_s == g) & (rows_y == c)).sum() >= self.min_cell for g, c in cells)
