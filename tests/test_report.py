@@ -96,6 +96,8 @@ def test_report_logged_to_parent_run(reported):
     client = MlflowClient(out["tracking_uri"])
     names = {a.path for a in client.list_artifacts(out["parent_run_id"], "report")}
     assert "report/report.html" in names and "report/groups_accuracy.png" in names
+    # the new figures reach MLflow through the calls the flow already makes
+    assert {"report/confusion_table3.png", "report/confusion.csv", "report/groups_imputation_error.png"} <= names
 
 
 def test_cli_report_rebuilds_and_logs_a_report_run(reported, monkeypatch):
@@ -164,3 +166,149 @@ def test_param_names_with_plus_are_logged(tmp_path):
     with tr.run("r") as rid:
         tr.log_params(rid, {"method.mean+tree": "x"})
     assert MlflowClient(tr.uri).get_run(rid).data.params == {"method.mean__tree": "x"}
+
+
+# ------------------------------------------------------------------------- plain names, per-group figures
+def test_imp_metric_names_parse_and_read_plainly():
+    from fairmiss.reporting.names import parse_imp_metric, plain_imp_name
+
+    groups = {"0": "African-American", "1": "Caucasian"}
+    assert parse_imp_metric("imp_mse.priors_count_group_1") == {"stat": "mse", "feature": "priors_count", "group": "1"}
+    assert parse_imp_metric("imp_thm1_disc.c_charge_degree") == {"stat": "thm1_disc", "feature": "c_charge_degree",
+                                                                 "group": None}
+    assert plain_imp_name("imp_mse.age_group_0", groups) == "imputation error (MSE) of age, group 0 (African-American)"
+    assert plain_imp_name("imp_disc.age", groups).startswith("discrepancy between groups (Disc")
+    assert plain_imp_name("imp_rmse.age_group_7", groups) == "imputation error (RMSE) of age, group 7"  # unnamed code
+    # generated bad names: not an imp_ metric, a per-group stem without group, a between-group stem with one
+    for bad in ("accuracy_group_0", "imp_mse.age", "imp_disc.age_group_0", "imp_foo.age_group_0", "imp_mse"):
+        assert parse_imp_metric(bad) is None, bad
+        assert plain_imp_name(bad, groups) == bad
+
+
+def _imp_long(same: bool):
+    """Two methods with the same imputer over two splits; identical diagnostics iff ``same``."""
+    rows = []
+    for split in (0, 1):
+        for method in ("knn+tree", "knn+logreg"):
+            bump = 0.0 if same or method == "knn+tree" else 0.5
+            for metric, v in (("imp_mse.age_group_0", 1.0 + split), ("imp_mse.age_group_1", 3.0 + split + bump),
+                              ("imp_disc.age", 2.0 + bump), ("accuracy", 0.7)):
+                rows.append({"key": f"s{split}/{method}", "split": split, "missingness": "mcar", "method": method,
+                             "metric": metric, "value": v})
+    return pd.DataFrame(rows)
+
+
+def test_imputation_table_collapses_learners_with_the_same_imputation():
+    from fairmiss.reporting.html import imputation_diagnostics_table, imputation_diagnostics_wide
+
+    groups = {"0": "Black", "1": "White"}
+    it = imputation_diagnostics_table(_imp_long(same=True), groups)
+    assert set(it["method"]) == {"knn (2 methods)"}
+    g1 = it[(it["stat"] == "mse") & (it["group"] == "1")].iloc[0]
+    assert g1["mean"] == pytest.approx(3.5) and g1["se"] == pytest.approx(0.5) and g1["group_name"] == "group 1 (White)"
+    # values differing between the learners keep one row per method
+    it2 = imputation_diagnostics_table(_imp_long(same=False), groups)
+    assert set(it2["method"]) == {"knn+tree", "knn+logreg"}
+    wide = imputation_diagnostics_wide(it)
+    assert "imputation error (MSE), group 0 (Black)" in wide.columns
+    assert wide.iloc[0]["imputation error (MSE), group 1 (White)"] == "3.500 ± 0.500"
+    assert not any("imp_" in str(c) for c in wide.columns) and not wide.astype(str).apply(
+        lambda c: c.str.contains("imp_")).any().any()
+
+
+def test_imputation_figure_legend_names_the_groups():
+    from fairmiss.reporting.group_figures import imputation_error_figure
+    from fairmiss.reporting.html import imputation_diagnostics_table
+
+    fig = imputation_error_figure(imputation_diagnostics_table(_imp_long(same=False), {"0": "Black", "1": "White"}))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["group 0 (Black)", "group 1 (White)"]
+    # bar heights are the means over splits, error bars the SEs (group 1 of knn+logreg: (3.5 + 4.5) / 2)
+    heights = sorted(round(p.get_height(), 9) for p in ax.patches)
+    assert heights == [1.5, 1.5, 3.5, 4.0]
+    assert imputation_error_figure(imputation_diagnostics_table(_long())) is None  # nothing imputed: no figure
+
+
+def _brute_confusion(y, p, s):
+    out = {}
+    for g in sorted(set(s)):
+        c = {"TN": 0, "FP": 0, "FN": 0, "TP": 0}
+        for yi, pi, si in zip(y, p, s):
+            if si == g:
+                c[{(0, 0): "TN", (0, 1): "FP", (1, 0): "FN", (1, 1): "TP"}[(yi, pi)]] += 1
+        out[str(g)] = c
+    return out
+
+
+def _figure_counts(fig) -> dict:
+    """(panel title, cell) -> count, read from the text drawn in each heat map."""
+    out = {}
+    for ax in fig.axes:
+        for t in ax.texts:
+            cell, count = t.get_text().split("\n")
+            out[(ax.get_title(), cell)] = int(count)
+    return out
+
+
+def test_confusion_figure_counts_are_brute_force_sums_over_splits():
+    from fairmiss.metrics import group_confusion_matrices
+    from fairmiss.pipeline.cell import CellResult
+    from fairmiss.reporting.group_figures import confusion_figure, confusion_long, confusion_sums
+
+    rng = np.random.default_rng(23)
+    results, raw = [], []
+    for split in range(3):
+        for method in ("mean+tree", "knn+tree"):
+            y, p, s = (rng.integers(0, 2, 200) for _ in range(3))
+            raw.append((method, y, p, s))
+            results.append(CellResult(key=f"split{split}/{method}", method=method, split_index=split,
+                                      missingness="mcar", imputer=method.split("+")[0], learner="tree", status="ok",
+                                      confusion=group_confusion_matrices(y, p, s)))
+    results.append(CellResult(key="failed", method="mean+tree", split_index=9, missingness="mcar", imputer="mean",
+                              learner="tree", status="failed", confusion={"0": [[1000, 0], [0, 0]]}))
+    names = {"0": "Black", "1": "White"}
+    counts = _figure_counts(confusion_figure(confusion_sums(confusion_long(results, names))))
+    expect = {}
+    for method, y, p, s in raw:
+        for g, c in _brute_confusion(y.tolist(), p.tolist(), s.tolist()).items():
+            for cell, v in c.items():
+                key = (f"{method}\ngroup {g} ({names[g]})", cell)
+                expect[key] = expect.get(key, 0) + v
+    assert counts == expect
+
+
+def test_flow_report_shows_named_imputation_errors_and_confusion_matrices(reported):
+    from fairmiss.reporting.group_figures import confusion_figure, confusion_sums, imputation_error_figure
+    from fairmiss.reporting.html import imputation_diagnostics_table
+
+    tmp, cfg, out = reported
+    res = tmp / "results" / "compas_small"
+    html = (res / "report.html").read_text()
+    groups = json.loads((res / "metrics.json").read_text())["groups"]
+    assert groups and all(v not in ("0", "1") for v in groups.values())
+    # plain names, never the internal ones; the group names in the table
+    assert "imp_" not in html
+    assert f"imputation error (MSE), group 0 ({groups['0']})" in html and "discrepancy between groups" in html
+    # one missing-value sign: no None / nan in any table cell
+    assert not re.search(r"<t[dh]>\s*(None|nan|NaN)\s*</t[dh]>", html)
+    for png in ("groups_imputation_error.png", "confusion_table3.png"):
+        assert (res / png).stat().st_size > 1000
+        assert f'alt="{png}"' in html
+    # the imputation figure's legend names the groups of this dataset
+    it = imputation_diagnostics_table(pd.read_csv(res / "cell_metrics.csv"), groups)
+    legend = [t.get_text() for t in imputation_error_figure(it).axes[0].get_legend().get_texts()]
+    assert legend == [f"group {k} ({groups[k]})" for k in sorted(groups)]
+    # confusion counts: per cell they reproduce the per-group rates computed by fairmiss.metrics (cell_metrics.csv),
+    # (written with 10 significant digits), and the figure draws their sums over splits
+    conf = pd.read_csv(res / "confusion.csv", dtype={"group": str})
+    cm = pd.read_csv(res / "cell_metrics.csv").set_index(["key", "metric"])["value"]
+    assert len(conf) == 2 * 2  # 2 splits x 2 groups
+    for r in conf.itertuples():
+        assert cm[(r.key, f"fnr_group_{r.group}")] == pytest.approx(r.FN / (r.FN + r.TP), rel=1e-9)
+        assert cm[(r.key, f"fpr_group_{r.group}")] == pytest.approx(r.FP / (r.FP + r.TN), rel=1e-9)
+        assert cm[(r.key, f"accuracy_group_{r.group}")] == pytest.approx((r.TN + r.TP) / r.n, rel=1e-9)
+    assert conf["n"].sum() == cm[[(k, "n_test") for k in conf["key"].unique()]].sum()
+    drawn = _figure_counts(confusion_figure(confusion_sums(conf)))
+    for (method, group), g in conf.groupby(["method", "group"]):
+        for cell in ("TN", "FP", "FN", "TP"):
+            assert drawn[(f"{method}\ngroup {group} ({groups[group]})", cell)] == int(g[cell].sum())

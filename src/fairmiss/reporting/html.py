@@ -16,13 +16,14 @@ import numpy as np
 import pandas as pd
 
 from fairmiss.io import atomic_write_text
+from fairmiss.reporting.group_figures import plot_group_bars
 from fairmiss.reporting.pareto import aggregate_splits, pareto_filter
 from fairmiss.reporting.tables import headline_metrics, summary_frame
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["tradeoff_report", "cell_metrics_long", "write_cell_metrics", "group_metric_table",
-           "imputation_diagnostics_table", "reference_comparison", "html_report"]
+           "imputation_diagnostics_table", "imputation_diagnostics_wide", "reference_comparison", "html_report"]
 
 
 def _family(r) -> str:
@@ -32,7 +33,25 @@ def _family(r) -> str:
     return kind if r.method == r.learner else f"{r.imputer}+{kind}"
 
 
-def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str = "") -> dict[str, Path]:
+def _group_names(out_dir: Path) -> dict:
+    """``groups`` (code -> name) of ``<out_dir>/metrics.json`` when the experiment wrote it (the flow writes
+    metrics.json before the report), else {}."""
+    import json
+
+    p = Path(out_dir) / "metrics.json"
+    try:
+        return dict(json.loads(p.read_text()).get("groups") or {}) if p.exists() else {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str = "",
+                    group_names: dict | None = None) -> dict[str, Path]:
+    """The trade-off files of a finished grid: Pareto tables, per-family trade-off and cross-method front
+    figures per missingness, and the per-group confusion matrices (``confusion.csv``: per cell and group;
+    ``confusion_<missingness>.png``: summed over splits, one heat map per method and named group). Returns
+    every written path (the flow logs each to MLflow under ``report/``). Group names: ``group_names``, else
+    ``metrics.json`` ``groups`` in ``out_dir``."""
     from fairmiss.reporting.plots import plot_tradeoff
 
     rows = [
@@ -66,6 +85,30 @@ def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str 
         p = out_dir / f"front_{miss}.png"
         plot_front(front, p, fairness_metric, title=title)
         out[f"front_{miss}"] = p
+    out.update(_confusion_files(results, fairness_metric, out_dir, title=title,
+                                group_names=_group_names(out_dir) if group_names is None else group_names))
+    return out
+
+
+def _confusion_files(results, fairness_metric: str, out_dir: Path, *, title: str, group_names: dict) -> dict:
+    """``confusion.csv`` and one ``confusion_<missingness>.png`` per missingness; methods in the report's
+    order (smallest mean fairness gap first, ties by name)."""
+    from fairmiss.reporting.group_figures import confusion_long, confusion_sums, plot_confusion
+
+    conf = confusion_long(results, group_names)
+    if conf.empty:
+        return {}
+    out = {"confusion": atomic_write_text(Path(out_dir) / "confusion.csv", conf.to_csv(index=False))}
+    gaps = pd.DataFrame([{"method": r.method, "gap": r.metrics.get(fairness_metric, np.nan)}
+                         for r in results if r.status == "ok"]).groupby("method")["gap"].mean()
+    for miss, c in conf.groupby("missingness", sort=True):
+        sums = confusion_sums(c)
+        order = sorted(sums["method"].unique(), key=lambda m: (np.isnan(gaps.get(m, np.nan)),
+                                                                 np.nan_to_num(gaps.get(m, np.nan)), m))
+        sums = sums.set_index("method").loc[order].reset_index()
+        p = plot_confusion(sums, Path(out_dir) / f"confusion_{miss}.png", title=f"{title} — {miss}" if title else miss)
+        if p is not None:
+            out[f"confusion_{miss}"] = p
     return out
 
 
@@ -116,10 +159,50 @@ def group_metric_table(long: pd.DataFrame, group_names: dict | None = None) -> p
         ["missingness", "method", "metric", "group", "group_name", "mean", "se", "n"]]
 
 
-def imputation_diagnostics_table(long: pd.DataFrame) -> pd.DataFrame:
-    """Imputation-fairness diagnostics logged per cell (metrics named ``imp_*``), mean ± SE over splits."""
-    agg = _mean_se(long[long["metric"].str.startswith("imp_")]) if not long.empty else _mean_se(long)
-    return agg
+def imputation_diagnostics_table(long: pd.DataFrame, group_names: dict | None = None) -> pd.DataFrame:
+    """Imputation-fairness diagnostics logged per cell (metrics named ``imp_*``), mean ± SE over splits, one
+    row per (missingness, method, feature, quantity, group) with the quantity's plain name and the group's
+    label (:mod:`fairmiss.reporting.names`); ``metric`` keeps the internal name."""
+    from fairmiss.reporting.group_figures import imputation_long
+
+    imp = long[long["metric"].str.startswith("imp_")] if not long.empty else long
+    return imputation_long(_mean_se(_collapse_by_imputer(imp)), group_names)
+
+
+def _collapse_by_imputer(imp: pd.DataFrame) -> pd.DataFrame:
+    """The imputation does not depend on the learner: where every method with the same imputer (the label's
+    part before ``+``) logged the same value for every (split, diagnostic) — up to 1e-12 relative — their
+    rows become one, named ``<imputer> (<k> methods)``. Methods whose values differ keep their own rows."""
+    if imp.empty:
+        return imp
+    imputer = [m.split("+", 1)[0] if "+" in m else m for m in imp["method"]]
+    imp = imp.assign(_imputer=imputer)
+    parts = []
+    for (_, name), g in imp.groupby(["missingness", "_imputer"], sort=True):
+        methods = sorted(g["method"].unique())
+        wide = g.pivot_table(index=["split", "metric"], columns="method", values="value", aggfunc="first")
+        vals = wide.to_numpy(dtype=float)
+        same = len(methods) > 1 and not np.isnan(vals).any() and bool(
+            (np.ptp(vals, axis=1) <= 1e-12 * np.maximum(1.0, np.abs(vals).max(axis=1))).all())
+        if same:
+            parts.append(g[g["method"] == methods[0]].assign(method=f"{name} ({len(methods)} methods)"))
+        else:
+            parts.append(g)
+    return pd.concat(parts, ignore_index=True).drop(columns="_imputer")
+
+
+def imputation_diagnostics_wide(it: pd.DataFrame) -> pd.DataFrame:
+    """The report's diagnostics table: one row per (missingness, method, feature), one column per plain-named
+    quantity and group (``imputation error (MSE), group 0 (Black)``), cells ``mean ± SE``; no internal names."""
+    if it.empty:
+        return pd.DataFrame()
+    col = [q if g == "" else f"{q}, {g}" for q, g in zip(it["quantity"], it["group_name"])]
+    d = it.assign(column=col, value=[_pm(m, se) for m, se in zip(it["mean"], it["se"])])
+    order = list(dict.fromkeys(d["column"]))
+    wide = d.pivot_table(index=["missingness", "method", "feature"], columns="column", values="value",
+                         aggfunc="first", sort=True).reindex(columns=order).reset_index()
+    wide.columns.name = None
+    return wide.rename(columns={"method": "imputer (methods) or method"})
 
 
 def reference_comparison(long: pd.DataFrame, references) -> pd.DataFrame:
@@ -146,36 +229,6 @@ def reference_comparison(long: pd.DataFrame, references) -> pd.DataFrame:
                              "ours": r["mean"], "ours_se": r["se"], "paper": paper, "paper_sd": sd, "diff": diff,
                              "diff_in_sd": diff / sd if sd else np.nan, "n": int(r["n"])})
     return pd.DataFrame(rows)
-
-
-def plot_group_bars(gt: pd.DataFrame, metric: str, path: Path, *, title: str = "") -> Path | None:
-    """Per-group bars (mean ± SE over splits) of one metric for every method (kept here, not in
-    :mod:`fairmiss.reporting.plots`, because it reads the report's long table format)."""
-    from matplotlib.figure import Figure
-
-    from fairmiss.reporting.plots import save_figure
-
-    d = gt[gt["metric"] == metric]
-    if d.empty:
-        return None
-    methods = sorted(d["method"].unique())
-    groups = sorted(d["group"].unique(), key=str)
-    fig = Figure(figsize=(max(6.0, 0.55 * len(methods) * len(groups) + 2), 4.2))
-    ax = fig.add_subplot()
-    width = 0.8 / len(groups)
-    x = np.arange(len(methods))
-    for j, g in enumerate(groups):
-        dg = d[d["group"] == g].groupby("method")[["mean", "se"]].mean().reindex(methods)
-        name = d.loc[d["group"] == g, "group_name"].iloc[0] if "group_name" in d else f"group {g}"
-        ax.bar(x + (j - (len(groups) - 1) / 2) * width, dg["mean"], width, yerr=dg["se"].fillna(0), capsize=2,
-               label=f"{name} ({g})" if str(name) != str(g) else f"group {g}", color=f"C{j % 10}")
-    ax.set_xticks(x, methods, rotation=35, ha="right", fontsize="small")
-    ax.set_ylabel(metric.replace("_", " "))
-    ax.set_title(title or f"{metric} by group (mean ± SE over splits)")
-    ax.legend(fontsize="small")
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    return save_figure(fig, path)
 
 
 def _pm(mean, se) -> str:
@@ -231,11 +284,15 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
     parts = [f"<h1>{html.escape(title)}</h1>"]
     if description:
         parts.append(f"<p>{html.escape(description)}</p>")
+    def txt(k):  # the one missing-value sign, also in the header
+        v = meta.get(k)
+        return "—" if v is None else html.escape(str(v))
+
     parts.append(
-        f"<p class='note'>dataset <code>{html.escape(str(meta.get('dataset')))}</code> · processed-data hash "
-        f"<code>{html.escape(str(meta.get('data_hash')))}</code> · config hash "
-        f"<code>{html.escape(str(meta.get('config_hash')))}</code> · {meta.get('n_cells')} cells, "
-        f"{meta.get('n_failed')} failed · fairness metric <code>{html.escape(fairness_metric)}</code>"
+        f"<p class='note'>dataset <code>{txt('dataset')}</code> · processed-data hash "
+        f"<code>{txt('data_hash')}</code> · config hash "
+        f"<code>{txt('config_hash')}</code> · {txt('n_cells')} cells, "
+        f"{txt('n_failed')} failed · fairness metric <code>{html.escape(fairness_metric)}</code>"
         + ("" if not meta.get("groups") else " · groups: " + ", ".join(
             f"{html.escape(str(k))} = <b>{html.escape(str(v))}</b>" for k, v in meta["groups"].items()))
         + "</p>")
@@ -284,14 +341,33 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
         parts.append("<p class='note'>Per group (mean over splits; columns are the dataset's group names).</p>"
                      + _table(piv))
 
+    parts.append("<h2>Confusion matrices per group</h2>")
+    conf_pngs = sorted(out_dir.glob("confusion_*.png"))
+    if conf_pngs:
+        parts.append("<p class='note'>Per method and group, the test-set counts summed over splits (TN, FP, FN, "
+                     "TP; rows true label, columns prediction; colour = share of the true class). Per cell: "
+                     "<code>confusion.csv</code>.</p>" + "".join(_img(p) for p in conf_pngs))
+    else:
+        parts.append("<p><em>no confusion counts recorded</em></p>")
+
     parts.append("<h2>Imputation-fairness diagnostics</h2>")
-    it = imputation_diagnostics_table(long)
+    it = imputation_diagnostics_table(long, groups)
     if it.empty:
         parts.append("<p class='note'>No diagnostics: no cell imputed an injected missing value (no "
                      "missingness, or MIA / no imputer).</p>")
     else:
-        parts.append("<p class='note'>Computed on the test split's masked cells whose true value is known "
-                     "(paper 000 Definition 1 and per-group imputation error).</p>" + _table(it))
+        from fairmiss.reporting.group_figures import plot_imputation_error
+
+        parts.append("<p class='note'>Computed on the test split's masked cells whose true value is known. "
+                     "<b>Imputation error (MSE)</b> of a group: mean of (imputed − true)² over its masked cells "
+                     "(paper 000 Definition 1); <b>RMSE</b>: its square root; <b>bias</b>: mean of (imputed − true); "
+                     "<b>discrepancy between groups (Disc)</b>: |MSE of group 0 − MSE of group 1|; <b>Disc predicted "
+                     "by Theorem 1</b>: the discrepancy paper 000 Theorem 1 predicts for the best constant imputer. "
+                     "Mean ± SE over splits.</p>")
+        p = plot_imputation_error(it, out_dir / "groups_imputation_error.png")
+        if p is not None:
+            parts.append(_img(p))
+        parts.append(_table(imputation_diagnostics_wide(it)))
 
     claims = out_dir / "claims_000.csv"
     if claims.exists():
