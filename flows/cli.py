@@ -11,6 +11,7 @@
     fairmiss compare EXPERIMENT  the trade-off front (accuracy vs --metric, mean ± SE, on-front flag) from any
                                MLflow store (--tracking-uri), optionally plotted (--plot PNG)
     fairmiss ui                MLflow UI on 127.0.0.1 for the local store
+    fairmiss server start|stop|status   the local Prefect API server that runs reuse (started on first use)
 
 Errors in user input (config, raw files, data validation) print one clear message naming the
 file and field and exit with status 2; nothing is written downstream.
@@ -25,11 +26,18 @@ import re
 import subprocess
 import sys
 
-from fairmiss.config import ConfigError
-from flows import errors
-from flows.errors import run_guarded
+# Imports stay light: `fairmiss --help`, `datasets` and `validate` import neither Prefect, MLflow nor the
+# error module's dataset stack until a command needs them (tests/test_startup.py).
+from fairmiss._errors import ConfigError
 
 STUDIES_DIR = "params/studies"
+
+
+def run_guarded(fn) -> int:
+    """:func:`flows.errors.run_guarded`, imported when a command runs."""
+    from flows.errors import run_guarded as guarded
+
+    return guarded(fn)
 
 
 def _study_path(name: str):
@@ -84,11 +92,9 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from flows.run import run_any
+    from flows.run import run_command
 
-    def go():
-        out = run_any(args.config, quick=getattr(args, "quick", False), force=getattr(args, "force", False),
-                      results_dir=args.results_dir, processed_dir=args.processed_dir)
+    def report(out: dict) -> None:
         if out.get("up_to_date"):
             print("up to date: same config, raw data and code as the finished run below; nothing was run "
                   "(--force runs it again)\n")
@@ -97,7 +103,9 @@ def _cmd_run(args) -> int:
               f"(parent run {out.get('parent_run_id')}; {_where_to_open(str(out.get('tracking_uri', '')))})")
         if out.get("failed"):
             print(f"{len(out['failed'])} cell(s) failed: {out['failed'][:5]}", file=sys.stderr)
-    return run_guarded(go)
+    # the config checks and the up-to-date check run before Prefect is imported (flows.run.run_command)
+    return run_command(args.config, report, quick=getattr(args, "quick", False), force=getattr(args, "force", False),
+                       results_dir=args.results_dir, processed_dir=args.processed_dir)
 
 
 def _looks_like_file(arg: str) -> bool:
@@ -238,7 +246,9 @@ def _cmd_validate(args) -> int:
         what = f"{len(cfg.cells())} cells" if hasattr(cfg, "cells") else f"study {cfg.study}"
         ds = getattr(getattr(cfg, "dataset", None), "name", None)
         print(f"{args.config}: ok — {what}" + (f", dataset {ds}" if ds else ""))
-    return run_guarded(go)
+    from flows.run import guarded_without_prefect  # validating runs no flow: no Prefect import
+
+    return guarded_without_prefect(go)
 
 
 def _cmd_serve(args) -> int:
@@ -348,6 +358,12 @@ def _cmd_compare(args) -> int:
     return run_guarded(go)
 
 
+def _cmd_server(args) -> int:
+    from flows.server import main_cli
+
+    return main_cli(args.action, port=args.port, timeout=args.timeout)
+
+
 def _version() -> str:
     import fairmiss
 
@@ -424,11 +440,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=5000)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the server to answer")
     p.set_defaults(fn=_cmd_ui)
+    p = sub.add_parser("server", help="the local Prefect API server reused by every run (start | stop | status)")
+    p.add_argument("action", choices=("start", "stop", "status"))
+    p.add_argument("--port", type=int, default=None, help="start: this port (default 4200 when free, else a free one)")
+    p.add_argument("--timeout", type=float, default=120.0, help="start: seconds to wait for the server to answer")
+    p.set_defaults(fn=_cmd_server)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from flows import errors
+
     errors.VERBOSE = bool(args.verbose)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

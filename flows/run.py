@@ -1,23 +1,36 @@
 """Run any config: an experiment grid (:mod:`flows.experiment`) or a paper study with its own flow
 (:mod:`flows.studies`), chosen by the config's ``study:`` key. ``python -m flows.run --config CONFIG``
-is what every DVC stage calls; ``fairmiss run`` / ``fairmiss study`` call :func:`run_any`.
+is what every DVC stage calls; ``fairmiss run`` / ``fairmiss study`` call :func:`run_command`.
+
+Start-up (issue 24), in two phases. :func:`prepare_run` needs neither Prefect nor an MLflow client: it
+checks the config, the output directories and the raw files, and answers an experiment config that is up to
+date with :func:`flows.fastcheck.up_to_date_fast` (the results files and one read-only SQL query on a local
+MLflow store). Only when a flow runs, :func:`start_flow` points Prefect at the persistent local server
+(:func:`flows.server.use_local_server`, started on first use) — which must happen before Prefect is
+imported — and imports the flow modules.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from fairmiss.io import safe_child
+from flows import errors
 from flows.errors import check_output_dir, run_guarded
-from flows.experiment import run_experiment
+
+logger = logging.getLogger(__name__)
 
 
-def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False, **kw) -> dict:
-    """Run an experiment config, or a study with its own flow (config with a ``study:`` key).
-    ``force`` (experiment configs) runs even when :func:`up_to_date` finds nothing to do."""
-    from fairmiss.config import load_study_config
+def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = False, **kw):
+    """Everything before a flow starts, without Prefect: ``(cfg, done)`` — the loaded config and the
+    up-to-date answer (the dict of :func:`flows.experiment.up_to_date`, or ``None``: a flow has to run).
+    Raises the user errors of today (config, output directories, raw files, deployed models)."""
+    from fairmiss.config import ExperimentConfig, load_study_config
 
     cfg = load_study_config(config_path, quick=quick)
     check_output_dir(kw.get("results_dir", "results"), "--results-dir")
@@ -35,6 +48,24 @@ def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False
 
         for ln in models:
             load_logged_model(ln.model_uri, ln.tracking_uri)
+    # grid experiments only (the studies with their own flow have no up-to-date check)
+    if isinstance(cfg, ExperimentConfig) and not force and cfg.execution.resume:
+        from flows.fastcheck import up_to_date_fast
+
+        done = up_to_date_fast(cfg, kw.get("results_dir", "results"))
+        if isinstance(done, dict):  # None: not up to date; UNKNOWN (a tracking server): the flow's check decides
+            logger.info("%s: up to date (results in %s, MLflow parent run %s); nothing to run — use --force to "
+                        "run it again", cfg.experiment, done["results_dir"], done["parent_run_id"])
+            return cfg, done
+    return cfg, None
+
+
+def start_flow(cfg, config_path: str | Path, *, quick: bool = False, force: bool = False, **kw) -> dict:
+    """Run the config's flow: on the persistent local Prefect server when it applies (set before Prefect is
+    imported by the flow modules), else Prefect's ephemeral server."""
+    from flows.server import use_local_server
+
+    use_local_server()
     if getattr(cfg, "study", None) == "003_decile":
         from flows.studies.p003_decile import decile_flow
 
@@ -47,7 +78,59 @@ def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False
         from flows.studies.p002_hcp import hcp_flow
 
         return hcp_flow(str(config_path), quick=quick, **kw)
+    from flows.experiment import run_experiment
+
     return run_experiment(config_path, quick=quick, force=force, **kw)
+
+
+def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False, **kw) -> dict:
+    """Run an experiment config, or a study with its own flow (config with a ``study:`` key).
+    ``force`` (experiment configs) runs even when :func:`up_to_date` finds nothing to do."""
+    cfg, done = prepare_run(config_path, quick=quick, force=force, **kw)
+    if done is not None:
+        return done
+    return start_flow(cfg, config_path, quick=quick, force=force, **kw)
+
+
+def guarded_without_prefect(fn: Callable[[], None]) -> int:
+    """:func:`flows.errors.run_guarded` for a step that runs no flow: user errors print ``fairmiss: error: …``
+    and return their exit status (2), other errors propagate; Prefect is not imported (``run_guarded`` imports
+    it to quiet its console, which also fixes Prefect's settings before the local server is chosen)."""
+    try:
+        fn()
+    except Exception as exc:
+        found = errors.user_error_message(exc)
+        if found is None:
+            raise
+        if errors.VERBOSE:
+            traceback.print_exc()
+        print(f"fairmiss: error: {found[0]}", file=sys.stderr)
+        return found[1]
+    return 0
+
+
+def run_command(config_path: str | Path, report: Callable[[dict], None] = lambda out: None, *, quick: bool = False,
+                force: bool = False, **kw) -> int:
+    """A command's run (``fairmiss run`` / ``study``, ``python -m flows.run``): :func:`prepare_run` outside
+    Prefect — a user error prints ``fairmiss: error: …`` and returns 2, as :func:`flows.errors.run_guarded`
+    does (which imports Prefect to quiet its console) — then, only when a flow runs, :func:`start_flow` under
+    ``run_guarded``. ``report`` prints the result."""
+    prepared = {}
+
+    def prepare() -> None:
+        prepared["cfg"], prepared["done"] = prepare_run(config_path, quick=quick, force=force, **kw)
+
+    status = guarded_without_prefect(prepare)
+    if status:
+        return status
+    cfg, done = prepared["cfg"], prepared["done"]
+    if done is not None:
+        report(done)
+        return 0
+    from flows.server import use_local_server
+
+    use_local_server()  # before run_guarded: it imports Prefect, whose settings are read at import
+    return run_guarded(lambda: report(start_flow(cfg, config_path, quick=quick, force=force, **kw)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides")
     ap.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date")
     args = ap.parse_args(argv)
-    return run_guarded(lambda: run_any(args.config, quick=args.quick, force=args.force,
-                                       results_dir=args.results_dir, processed_dir=args.processed_dir))
+    return run_command(args.config, quick=args.quick, force=args.force, results_dir=args.results_dir,
+                       processed_dir=args.processed_dir)
 
 
 if __name__ == "__main__":

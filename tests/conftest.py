@@ -25,6 +25,7 @@ pin_blas_kernel()
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")
+os.environ["FAIRMISS_PREFECT_SERVER"] = "ephemeral"  # no test leaves a background Prefect server (flows.server)
 if "FAIRMISS_DATA_MIRROR" not in os.environ and (ROOT.parent / "shared" / "data" / "raw").is_dir():
     os.environ["FAIRMISS_DATA_MIRROR"] = str(ROOT.parent / "shared" / "data" / "raw")
 

@@ -1,0 +1,280 @@
+"""A local Prefect API server that outlives one command (issue 24): ``fairmiss server start|stop|status``.
+
+Prefect's ephemeral server (what a flow gets with no ``PREFECT_API_URL``) starts a uvicorn process with
+every command and stops it at the end: seconds before the first cell of every run. The persistent server
+is ``prefect server start --host 127.0.0.1 --port <4200, or a free port>``, launched detached (its own
+session and process group; log ``.fairmiss/prefect-server.log``) with a state file
+``.fairmiss/server.json`` (pid, port, URL) in the directory the command runs from (the project; not
+committed). ``status`` reports it (and removes a stale state file whose process is gone); ``stop``
+terminates its process group and waits.
+
+The choice: **started on first use and reused.** ``fairmiss run`` / ``study`` and ``python -m flows.run``
+(what DVC calls) — when a flow actually runs (an up-to-date check that answers starts nothing) and
+``PREFECT_API_URL`` is unset — start the server if it is not running, and point Prefect at it by setting
+``PREFECT_API_URL`` before Prefect is imported. ``FAIRMISS_PREFECT_SERVER`` chooses:
+
+- ``auto`` (default): use the running server, else start it; if it cannot start, Prefect's ephemeral
+  server (the fallback; a warning says why);
+- ``reuse``: use the server when it is running, never start it;
+- ``ephemeral``: never use it (the test suite sets this: no test leaves a background server running,
+  only ``tests/test_server.py`` starts one, on a free port, and stops it).
+
+The server keeps Prefect's database in ``PREFECT_HOME`` (default ``~/.prefect``), as the ephemeral server
+does; its UI is off (``PREFECT_SERVER_UI_ENABLED=false``; set it to ``true`` in the environment of
+``fairmiss server start`` to have the dashboard). This module imports no Prefect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+ENV_MODE = "FAIRMISS_PREFECT_SERVER"
+ENV_STATE_DIR = "FAIRMISS_STATE_DIR"
+DEFAULT_PORT = 4200
+
+
+class ServerError(RuntimeError):
+    """The server could not be started or stopped (the message says why and where the log is)."""
+
+
+@dataclass(frozen=True)
+class ServerState:
+    pid: int
+    port: int
+    url: str  # http://127.0.0.1:PORT
+    log: str
+
+    @property
+    def api_url(self) -> str:
+        return self.url + "/api"
+
+
+def state_dir() -> Path:
+    """``$FAIRMISS_STATE_DIR``, else ``.fairmiss`` in the current directory (the project)."""
+    return Path(os.environ.get(ENV_STATE_DIR) or ".fairmiss")
+
+
+def state_file() -> Path:
+    return state_dir() / "server.json"
+
+
+def _pid_alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child that exited: reaped, gone
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if cmdline.exists():  # a recycled pid is not our server
+        with contextlib.suppress(OSError):
+            text = cmdline.read_bytes().replace(b"\0", b" ")
+            return b"prefect" in text and b"server" in text
+    return True
+
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/api/health", timeout=timeout) as r:
+            return r.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def read_state() -> ServerState | None:
+    try:
+        d = json.loads(state_file().read_text())
+        return ServerState(int(d["pid"]), int(d["port"]), str(d["url"]), str(d.get("log", "")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def status(*, clean: bool = True) -> tuple[str, ServerState | None]:
+    """``("running", state)``, ``("not answering", state)`` (process alive, health check failing) or
+    ``("stopped", None)``; a state file whose process is gone is removed (``clean``)."""
+    st = read_state()
+    if st is None:
+        return "stopped", None
+    if not _pid_alive(st.pid):
+        if clean:
+            with contextlib.suppress(OSError):
+                state_file().unlink()
+        return "stopped", None
+    return ("running" if healthy(st.url) else "not answering"), st
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _lock():
+    """One ``start`` / ``stop`` at a time per project (two commands starting at once start one server)."""
+    import fcntl
+
+    state_dir().mkdir(parents=True, exist_ok=True)
+    with open(state_dir() / "server.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def start(port: int | None = None, *, timeout: float = 120.0) -> tuple[ServerState, bool]:
+    """Start the server (or find it running): ``(state, started_now)``. ``port``: that one (must be free),
+    else 4200 when free, else a free port. Waits until ``/api/health`` answers; raises :class:`ServerError`
+    (the server stopped again) when it exits or does not answer within ``timeout`` seconds."""
+    with _lock():
+        state, st = status()
+        if state == "running":
+            return st, False
+        if st is not None:  # alive but not answering (still starting in another command?): give it the timeout
+            if _wait_health(st, None, timeout):
+                return st, False
+            raise ServerError(f"the Prefect server (pid {st.pid}) does not answer at {st.url}; see {st.log} "
+                              "(`fairmiss server stop` stops it)")
+        if port is None:
+            port = DEFAULT_PORT if _port_free(DEFAULT_PORT) else _free_port()
+        elif not _port_free(port):
+            raise ServerError(f"port {port} on 127.0.0.1 is in use")
+        log = state_dir() / "prefect-server.log"
+        env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        env.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
+        env.pop("PREFECT_API_URL", None)
+        cmd = [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
+               "--port", str(port)]
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, cwd=state_dir())
+        st = ServerState(proc.pid, port, f"http://127.0.0.1:{port}", str(log.resolve()))
+        tmp = state_file().with_suffix(".json.tmp")
+        tmp.write_text(json.dumps({"pid": st.pid, "port": st.port, "url": st.url, "api_url": st.api_url,
+                                   "log": st.log, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
+        os.replace(tmp, state_file())
+        if not _wait_health(st, proc, timeout):
+            _terminate(st.pid, proc)
+            with contextlib.suppress(OSError):
+                state_file().unlink()
+            tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+            raise ServerError(f"the Prefect server did not answer at {st.url} within {timeout:.0f} s "
+                              f"(exit status {proc.poll()}); log {log}:\n{tail}")
+        return st, True
+
+
+def _wait_health(st: ServerState, proc, timeout: float) -> bool:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if proc is not None and proc.poll() is not None:
+            return False
+        if proc is None and not _pid_alive(st.pid):
+            return False
+        if healthy(st.url):
+            return True
+        time.sleep(0.25)
+    return False
+
+
+def _terminate(pid: int, proc=None, wait: float = 20.0) -> None:
+    """SIGTERM to the process group, then SIGKILL after ``wait`` seconds; returns once the process is gone."""
+    for sig, limit in ((signal.SIGTERM, wait), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < limit:
+            if proc is not None:
+                if proc.poll() is not None:
+                    return
+            elif not _pid_alive(pid):
+                return
+            time.sleep(0.1)
+
+
+def stop() -> ServerState | None:
+    """Stop the server of this project (its whole process group); the state it had, or ``None``."""
+    with _lock():
+        state, st = status()
+        if st is None:
+            return None
+        _terminate(st.pid)
+        with contextlib.suppress(OSError):
+            state_file().unlink()
+        return st
+
+
+def use_local_server() -> str | None:
+    """Point Prefect at the persistent server (``PREFECT_API_URL``) for a flow about to run in this process,
+    starting it on first use (``FAIRMISS_PREFECT_SERVER``, see the module docstring). Returns the API URL, or
+    ``None``: the user's own ``PREFECT_API_URL``, the ephemeral mode, Prefect already imported (its settings
+    are read at import), or the server could not start (then Prefect's ephemeral server is the fallback)."""
+    mode = os.environ.get(ENV_MODE, "auto").strip().lower() or "auto"
+    if os.environ.get("PREFECT_API_URL") or mode == "ephemeral":
+        return None
+    if mode not in ("auto", "reuse"):
+        logger.warning("%s=%r: expected auto, reuse or ephemeral; using auto", ENV_MODE, mode)
+        mode = "auto"
+    if "prefect" in sys.modules:
+        logger.debug("Prefect is already imported: its settings are fixed; the local server is not used")
+        return None
+    try:
+        state, st = status()
+        if state != "running":
+            if mode == "reuse":
+                return None
+            st, _ = start()
+    except (ServerError, OSError) as exc:
+        logger.warning("the local Prefect server could not start (%s); using Prefect's ephemeral server",
+                       str(exc).splitlines()[0])
+        return None
+    os.environ["PREFECT_API_URL"] = st.api_url
+    return st.api_url
+
+
+def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0) -> int:
+    """``fairmiss server start|stop|status``: prints one line; exit 0, or 2 with the reason on stderr."""
+    if action == "start":
+        try:
+            st, new = start(port, timeout=timeout)
+        except ServerError as exc:
+            print(f"fairmiss: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"Prefect server {'started' if new else 'already running'} at {st.url} (pid {st.pid}; "
+              f"PREFECT_API_URL={st.api_url}; log {st.log})")
+        return 0
+    if action == "stop":
+        st = stop()
+        print(f"Prefect server stopped (pid {st.pid}, {st.url})" if st else "Prefect server: not running")
+        return 0
+    state, st = status()
+    if st is None:
+        print("Prefect server: not running (`fairmiss server start`, or the first `fairmiss run` starts it)")
+        return 0
+    print(f"Prefect server: {state} at {st.url} (pid {st.pid}; log {st.log})")
+    return 0 if state == "running" else 1

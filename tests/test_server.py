@@ -1,0 +1,113 @@
+"""flows.server: the persistent local Prefect API server (``fairmiss server start|stop|status``) and a run that
+reuses it. Every server here runs on a free port with its own PREFECT_HOME and state directory, and is stopped
+in the fixture's finally."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+from conftest import ROOT, free_port, small_config
+
+from flows import server
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+
+def _cli(*args, env, timeout=300):
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("server")
+    env = {**os.environ, "PREFECT_HOME": str(tmp / "home"), server.ENV_STATE_DIR: str(tmp / "state")}
+    env.pop("PREFECT_API_URL", None)
+    (tmp / "home").mkdir()
+    port = free_port()
+    try:
+        r = _cli("server", "start", "--port", str(port), env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert f"http://127.0.0.1:{port}" in r.stdout
+        state = json.loads((tmp / "state" / "server.json").read_text())
+        yield tmp, env, state
+    finally:
+        _cli("server", "stop", env=env)
+
+
+def test_start_status_and_reuse(started):
+    tmp, env, state = started
+    assert state["port"] and state["url"].endswith(f":{state['port']}")
+    assert requests.get(state["api_url"] + "/health", timeout=10).json() is True
+    r = _cli("server", "status", env=env)
+    assert r.returncode == 0 and f"running at {state['url']} (pid {state['pid']}" in r.stdout
+    r = _cli("server", "start", env=env)  # a second start finds it: same process
+    assert r.returncode == 0 and "already running" in r.stdout and f"pid {state['pid']}" in r.stdout
+    assert os.getpgid(state["pid"]) == state["pid"]  # its own process group (stop ends the whole group)
+
+
+def test_a_run_reports_to_the_running_server(started, tmp_path):
+    """`fairmiss run` with the server running (mode reuse: start nothing else) records its flow run there."""
+    tmp, env, state = started
+    cfg = small_config(tmp_path, split={"test_size": 0.3, "n_splits": 1}, imputers=[{"kind": "mean"}],
+                       tracking={"uri": f"sqlite:///{tmp_path / 'mlflow.db'}", "log_models": False})
+    r = _cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--processed-dir",
+             str(tmp_path / "processed"), env={**env, server.ENV_MODE: "reuse"}, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    runs = requests.post(state["api_url"] + "/flow_runs/filter", json={"limit": 50}, timeout=30).json()
+    assert any(x["state_type"] == "COMPLETED" for x in runs), runs
+
+
+def test_stale_state_is_cleaned_and_stop_ends_the_group(tmp_path):
+    env_dir = tmp_path / "state"
+    env_dir.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (env_dir / "server.json").write_text(json.dumps({"pid": dead.pid, "port": 1, "url": "http://127.0.0.1:1"}))
+    env = {**os.environ, server.ENV_STATE_DIR: str(env_dir)}
+    r = _cli("server", "status", env=env)
+    assert r.returncode == 0 and "not running" in r.stdout
+    assert not (env_dir / "server.json").exists()
+    r = _cli("server", "stop", env=env)
+    assert r.returncode == 0 and "not running" in r.stdout
+
+
+def test_stop_terminates_the_server(tmp_path):
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), server.ENV_STATE_DIR: str(tmp_path / "state")}
+    (tmp_path / "home").mkdir()
+    r = _cli("server", "start", "--port", str(free_port()), env=env)
+    try:
+        assert r.returncode == 0, r.stderr[-3000:]
+        pid = json.loads((tmp_path / "state" / "server.json").read_text())["pid"]
+    finally:
+        r2 = _cli("server", "stop", env=env)
+    assert r2.returncode == 0 and f"stopped (pid {pid}" in r2.stdout
+    t0 = time.time()
+    while time.time() - t0 < 10:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"process group {pid} still alive after stop")
+    assert not (tmp_path / "state" / "server.json").exists()
+    assert "not running" in _cli("server", "status", env=env).stdout
+
+
+def test_ephemeral_mode_and_own_api_url_are_left_alone(monkeypatch, tmp_path):
+    monkeypatch.setenv(server.ENV_STATE_DIR, str(tmp_path))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv(server.ENV_MODE, "ephemeral")
+    assert server.use_local_server() is None and "PREFECT_API_URL" not in os.environ
+    monkeypatch.setenv(server.ENV_MODE, "reuse")  # nothing running: nothing started
+    assert server.use_local_server() is None and not (tmp_path / "server.json").exists()
+    monkeypatch.setenv("PREFECT_API_URL", "http://example.invalid/api")
+    monkeypatch.setenv(server.ENV_MODE, "auto")
+    assert server.use_local_server() is None and os.environ["PREFECT_API_URL"] == "http://example.invalid/api"
