@@ -4,20 +4,25 @@ renders the experiment's runs page and the compare view of its child runs, and t
 kept as an MLflow artifact of the sweep's parent run.
 
 What is asserted is what a user sees: the rendered page (DOM after the React app ran) lists the
-child runs by name and lines them up on the param/metric names shared by every learner, and the screenshot
-is a real, non-blank PNG. Without Chromium this test FAILS (it is the product's UI check), it
+child runs by name; the fairness metric and accuracy are columns of the runs table with every child run's value
+when the page is opened through the shared view that :mod:`fairmiss.reporting.mlflow_view` describes (a sort
+URL alone does not show them); the compare view lines the runs up on the param/metric names shared by every
+learner; and the screenshots are real, non-blank PNGs. Without Chromium this test FAILS (it is the product's UI check), it
 does not skip; it is marked slow and run by ``.ci/run`` after installing Chromium.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 from conftest import free_port, small_config, wait_http
+
+from fairmiss.reporting.mlflow_view import metric_column, runs_page_url, shared_view_tag
 
 pytestmark = pytest.mark.slow
 
@@ -75,6 +80,29 @@ def test_mlflow_ui_lists_the_sweep_runs_and_screenshot_is_logged(tmp_path):
         for name in ("mean+tree_d3 · split 0", "mean+logreg · split 1"):
             assert name in dom, f"run {name} not on the runs page"
         assert "fnr_difference" in dom and "compas_000 (" in dom  # the sort by the gap; the Dataset column
+        # ... but the sort URL does not show the gap as a column (MLflow's default columns hold no metric) ...
+        assert f'col-id="{metric_column("fnr_difference")}"' not in dom
+        # 1b. ... the shared view does: the experiment tag the UI reads for ?viewStateShareKey= (set here unless the
+        #     flow already set it), then the fairness metric and accuracy are columns with every child run's value
+        exp_tags = client.get_experiment(exp_id).tags
+        key, value = shared_view_tag("fnr_difference")
+        if key not in exp_tags:
+            client.set_experiment_tag(exp_id, key, value)
+        view = runs_page_url(base, exp_id, "fnr_difference")
+        assert view == f"{base}/#/experiments/{exp_id}/runs?viewStateShareKey=fairmiss-fnr_difference"
+        dom = _render(exe, view, tmp_path)
+        for m in ("fnr_difference", "accuracy"):
+            col = metric_column(m)
+            assert re.search(f'role="columnheader"[^>]*col-id="{re.escape(col)}"', dom), f"no {m} column header"
+            cells = re.findall(f'id="cell-{re.escape(col)}-[0-9]+" class="ag-cell-value">([^<]*)<', dom)
+            assert cells.count("-") == 1, cells  # the parent run logs no per-cell metric: MLflow shows "-"
+            shown = [float(v) for v in cells if v != "-"]
+            kids = [r for r in client.search_runs([exp_id]) if r.info.run_id != out["parent_run_id"]]
+            assert sorted(shown) == pytest.approx(sorted(r.data.metrics[m] for r in kids), abs=1e-12), m
+            if m == "fnr_difference":
+                assert shown == sorted(shown)  # the view's sort: smallest gap first
+        runs_shot = tmp_path / "mlflow_runs_fairness_column.png"
+        _render(exe, view, tmp_path, screenshot=runs_shot)
         # 2. the compare view of the child runs: every learner's runs line up on the same param and
         #    metric names (learner.kind, imputer.kind, per-group metrics)
         import json
@@ -104,5 +132,11 @@ def test_mlflow_ui_lists_the_sweep_runs_and_screenshot_is_logged(tmp_path):
     # kept with the sweep: the screenshot is an artifact of the parent run
     from fairmiss.tracking import Tracker
 
-    Tracker(out["tracking_uri"], "compas_small").log_artifact(out["parent_run_id"], shot, "ui")
-    assert "ui/mlflow_compare_runs.png" in {a.path for a in client.list_artifacts(out["parent_run_id"], "ui")}
+    tracker = Tracker(out["tracking_uri"], "compas_small")
+    tracker.log_artifact(out["parent_run_id"], shot, "ui")
+    tracker.log_artifact(out["parent_run_id"], runs_shot, "ui")
+    assert {"ui/mlflow_compare_runs.png", "ui/mlflow_runs_fairness_column.png"} <= {
+        a.path for a in client.list_artifacts(out["parent_run_id"], "ui")}
+    if os.environ.get("FAIRMISS_SCREENSHOT_DIR"):  # to refresh docs/img/ by hand
+        for p in (shot, runs_shot):
+            shutil.copy(p, os.environ["FAIRMISS_SCREENSHOT_DIR"])
