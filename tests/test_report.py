@@ -312,3 +312,15 @@ def test_flow_report_shows_named_imputation_errors_and_confusion_matrices(report
     for (method, group), g in conf.groupby(["method", "group"]):
         for cell in ("TN", "FP", "FN", "TP"):
             assert drawn[(f"{method}\ngroup {group} ({groups[group]})", cell)] == int(g[cell].sum())
+
+
+def test_report_tables_use_one_missing_value_sign():
+    from fairmiss.reporting.html import _pm, _table
+
+    df = pd.DataFrame({"a": [None, np.nan, pd.NA, 1.5, "x"], "b": pd.array([1, None, 3, 4, 5], dtype="Int64"),
+                       "c": [pd.NaT, pd.Timestamp(0), pd.NaT, pd.NaT, pd.NaT]})
+    cells = re.findall(r"<td>([^<]*)</td>", _table(df))
+    assert cells.count("—") == 8 and "1.5000" in cells
+    assert not {"nan", "NaN", "<NA>", "NaT"} & set(cells)
+    assert [_pm(None, None), _pm(np.nan, 0.1), _pm(pd.NA, None), _pm(0.5, np.nan), _pm(0.5, 0.25)] == [
+        "—", "—", "—", "0.500", "0.500 ± 0.250"]

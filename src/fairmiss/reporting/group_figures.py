@@ -169,7 +169,7 @@ def confusion_figure(sums: pd.DataFrame, *, title: str = "") -> Figure | None:
     blocks = max(1, min(3, math.ceil(len(methods) / 8)))  # methods side by side when there are many
     ncols = blocks * len(groups)
     nrows = math.ceil(len(methods) / blocks)
-    fig = Figure(figsize=(1.9 * ncols + 0.6, 1.75 * nrows + 0.9))
+    fig = Figure(figsize=(max(5.5, 1.9 * ncols + 0.6), 1.75 * nrows + 1.1), layout="constrained")
     cells = [["TN", "FP"], ["FN", "TP"]]
     for i, m in enumerate(methods):
         for j, g in enumerate(groups):
@@ -190,10 +190,9 @@ def confusion_figure(sums: pd.DataFrame, *, title: str = "") -> Figure | None:
                             color="white" if share[a, b] > 0.6 else "black")
             ax.set_title(f"{m}\n{r['group_name']}", fontsize="x-small")
     n_splits = sorted(sums["n_splits"].unique())
-    fig.suptitle((f"{title} — " if title else "") + "confusion matrices per group, test sets summed over "
-                 + ("/".join(str(int(k)) for k in n_splits)) + " split(s); colour = share of the true class",
+    fig.suptitle((f"{title}\n" if title else "") + "confusion matrices per group, test sets summed over "
+                 + ("/".join(str(int(k)) for k in n_splits)) + " split(s)\ncolour = share of the true class",
                  fontsize="small")
-    fig.tight_layout()
     return fig
 
 

@@ -233,10 +233,9 @@ def reference_comparison(long: pd.DataFrame, references) -> pd.DataFrame:
 
 def _pm(mean, se) -> str:
     """``mean ± se`` with 3 decimals; the one missing-value sign ``—``."""
-    if mean is None or (isinstance(mean, float) and np.isnan(mean)):
+    if mean is None or pd.isna(mean):
         return "—"
-    return f"{mean:.3f} ± {se:.3f}" if se is not None and not (isinstance(se, float) and np.isnan(se)) \
-        else f"{mean:.3f}"
+    return f"{mean:.3f} ± {se:.3f}" if se is not None and not pd.isna(se) else f"{mean:.3f}"
 
 
 def _img(path: Path) -> str:
@@ -250,8 +249,8 @@ def _img(path: Path) -> str:
 def _table(df: pd.DataFrame, floatfmt: str = "{:.4f}") -> str:
     if df is None or df.empty:
         return "<p><em>none</em></p>"
-    def cell(v):  # one missing-value sign for None and NaN alike
-        if v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)):
+    def cell(v):  # one missing-value sign for None, NaN, pd.NA and NaT alike
+        if v is None or (np.ndim(v) == 0 and not isinstance(v, str) and pd.isna(v)):
             return "—"
         return floatfmt.format(v) if isinstance(v, (float, np.floating)) else v
     return df.astype(object).map(cell).to_html(index=False, border=0, classes="t", escape=True)
