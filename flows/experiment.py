@@ -25,7 +25,7 @@ from fairmiss.config import ExperimentConfig, load_config, missingness_label
 from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
 from fairmiss.codeversion import code_version
-from fairmiss.tracking import Tracker
+from fairmiss.tracking import WRITER_ENV, CellWriter, Tracker
 from flows import errors
 from flows.errors import check_all_failed
 from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
@@ -204,27 +204,22 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         results = []
         X_example = data.df[data.features].head(20)
         progress = CellProgress(len(cells), len(pending), cfg.experiment)
-        for n, cell in enumerate(cells, 1):
-            if cell.key in done:
-                run = done[cell.key]
-                res = pipeline.reused_result(cell, run.data.params, run.data.metrics, run.info.run_id)
-                log.info("[%d/%d] %s: reused from run %s", n, len(cells), run_name(res), run.info.run_id,
-                         extra={"fairmiss_progress": True})
-                progress.step(computed=False)
-                results.append(res)
-                continue
-            res = futures[cell.key].result()
-            child = tracker.log_cell(parent, res, tags={**tags, "cell.cache_key": keys[cell.key],
-                                                "mlflow.note.content": cell_description(res, data.dataset, groups)},
-                             log_model=cfg.tracking.log_models, X_example=X_example,
-                             run_name=run_name(res, with_missingness=len(cfg.missingness) > 1), group_names=groups)
-            tracker.log_dataset(child, data.df, name=data.dataset, digest=data.data_hash, source=source,
-                                targets=data.label)
-            results.append(res)
-            eta = progress.step(computed=True)
-            log.info("[%d/%d] %s: %s%s", n, len(cells), run_name(res),
-                     res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}", eta,
-                     extra={"fairmiss_progress": True})
+        # the cells' child runs are written by one separate process while the next cells compute (issue P);
+        # FAIRMISS_TRACKING_WRITER=inline logs them here as before
+        writer = None
+        if pending and os.environ.get(WRITER_ENV, "process") != "inline":
+            writer = CellWriter(tracker, X_example=X_example if cfg.tracking.log_models else None,
+                                dataset={"df": data.df, "name": data.dataset, "digest": data.data_hash,
+                                         "source": source, "targets": data.label})
+        try:
+            _collect_cells(cfg, cells, done, futures, tracker, writer, parent, tags, keys, data, groups, source,
+                           X_example, progress, results, log)
+            if writer is not None:
+                writer.close()  # every child run written (FINISHED/FAILED) before the parent ends
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
         progress.close()
         check_all_failed(cfg.experiment, results)  # no metrics.json for a run with nothing in it
         summary = pipeline.summarise(results)
@@ -281,6 +276,38 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
     return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
             "results_dir": str(out_dir), "failed": failed}
+
+
+def _collect_cells(cfg, cells, done, futures, tracker, writer, parent, tags, keys, data, groups, source, X_example,
+                   progress, results, log) -> None:
+    """Results of every cell in config order: reused ones from the store, computed ones as their tasks finish,
+    each handed to the tracking writer (or logged inline) as soon as it is there."""
+    for n, cell in enumerate(cells, 1):
+        if cell.key in done:
+            run = done[cell.key]
+            res = pipeline.reused_result(cell, run.data.params, run.data.metrics, run.info.run_id)
+            log.info("[%d/%d] %s: reused from run %s", n, len(cells), run_name(res), run.info.run_id,
+                     extra={"fairmiss_progress": True})
+            progress.step(computed=False)
+            results.append(res)
+            continue
+        res = futures[cell.key].result()
+        cell_tags = {**tags, "cell.cache_key": keys[cell.key],
+                     "mlflow.note.content": cell_description(res, data.dataset, groups)}
+        name = run_name(res, with_missingness=len(cfg.missingness) > 1)
+        if writer is not None:
+            writer.submit(parent, res, tags=cell_tags, log_model=cfg.tracking.log_models, run_name=name,
+                          group_names=groups)
+        else:
+            child = tracker.log_cell(parent, res, tags=cell_tags, log_model=cfg.tracking.log_models,
+                                     X_example=X_example, run_name=name, group_names=groups)
+            tracker.log_dataset(child, data.df, name=data.dataset, digest=data.data_hash, source=source,
+                                targets=data.label)
+        results.append(res)
+        eta = progress.step(computed=True)
+        log.info("[%d/%d] %s: %s%s", n, len(cells), run_name(res),
+                 res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}", eta,
+                 extra={"fairmiss_progress": True})
 
 
 def dataset_source(cfg: ExperimentConfig, raw_dir: str | None = None) -> str:

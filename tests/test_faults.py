@@ -240,23 +240,84 @@ def test_unwritable_store(work):
     _assert_one_finished_per_cell(db, 2)
 
 
+@pytest.mark.slow
+def test_store_unwritable_mid_sweep(work):
+    """The artifact store becomes read-only while the sweep runs (after two cells are FINISHED), with the
+    tracking writer process logging the cells (issue P): one clear error, exit 2, nothing in results/, no
+    run left RUNNING after the next start, and the re-run completes with exactly one FINISHED run per cell
+    (the cells logged before the fault are reused, none is logged twice). The database itself stays
+    writable: SQLite keeps the file descriptors it opened, so a mode change does not reach it mid-run."""
+    db = work / "mlruns" / "mlflow.db"
+    _precreate_store(db)
+    cfg = _config(work, n_splits=15)  # 30 cells: the sweep is still running when the fault comes
+    env = _env(work)
+    flow = subprocess.Popen(_cmd(work, cfg), cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, preexec_fn=_file_modes_apply())
+    art = work / "mlruns" / "artifacts"
+    try:
+        t0 = time.time()
+        while time.time() - t0 < 600:
+            try:
+                done = [r for r in _runs(db) if r[4] and r[2] == "FINISHED"]
+            except sqlite3.OperationalError:
+                done = []
+            if len(done) >= 2 or flow.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert flow.poll() is None, "the sweep ended before the store could be made unwritable"
+        for p in sorted(art.rglob("*"), key=lambda p: -len(p.parts)):
+            if p.is_dir():
+                os.chmod(p, 0o555)
+        os.chmod(art, 0o555)
+        _, err = flow.communicate(timeout=600)
+    finally:
+        _stop(flow)
+        for p in [art, *art.rglob("*")]:
+            if p.is_dir():
+                os.chmod(p, 0o755)
+    print(f"{len(done)} cells were FINISHED when the artifact store became read-only")
+    assert flow.returncode == 2, err[-3000:]
+    errs = _errors(err)
+    print(*errs, sep="\n")
+    assert len(errs) == 1, err[-3000:]
+    assert errs[0].startswith(f"fairmiss: error: MLflow tracking store {db}: it is not writable"), errs
+    assert _results_files(work) == []
+
+    r = _run(work, cfg, env=env)  # the store is writable again
+    assert r.returncode == 0, r.stderr[-3000:]
+    _assert_one_finished_per_cell(db, 30)
+    m = json.loads((work / "results" / "compas_faults" / "metrics.json").read_text())
+    assert m["n_cells"] == 30 and m["n_failed"] == 0
+
+
 FSIZE_LIMIT = 8 << 20  # 8 MiB: above every other file the run writes (raw copy 2.5 MB, Prefect WAL ~4.3 MB)
 
 
-def _pad_store(db: Path, above: int) -> None:
-    """Give the store history (metrics of an old experiment) until the database file is larger
-    than ``above`` bytes: every new page SQLite allocates then lies beyond the file-size limit."""
+def _pad_store(db: Path, above: int) -> sqlite3.Connection:
+    """Give the store history (metrics of an old experiment) until the file SQLite appends to is larger
+    than ``above`` bytes: every new write then lies beyond the file-size limit.
+
+    The store is in write-ahead-log mode (:func:`fairmiss.tracking._enable_wal`), where commits append to
+    ``mlflow.db-wal`` and the database file only grows at checkpoints. So a reader holds a snapshot open
+    (returned; the caller keeps it open while the flow runs): SQLite cannot restart the log while it is in
+    use, the history's pages pile up in the WAL file, and the flow's commits must append beyond the limit —
+    what a full disk does to every write."""
     from mlflow.entities import Metric
 
     from fairmiss.tracking import Tracker
 
     t = Tracker(f"sqlite:///{db}", "history")
+    reader = sqlite3.connect(db, timeout=30, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("select count(*) from runs").fetchall()  # the snapshot that pins the log
+    wal = db.with_name(db.name + "-wal")
     run = t.start_run("old-sweep")
     i = 0
-    while db.stat().st_size <= above + (256 << 10):
+    while not wal.exists() or wal.stat().st_size <= above + (256 << 10):
         t.client.log_batch(run, metrics=[Metric(f"m{i % 50}", float(j), 0, i * 1000 + j) for j in range(1000)])
         i += 1
     t.end_run(run)
+    return reader
 
 
 @pytest.mark.slow
@@ -265,8 +326,8 @@ def test_full_disk_store(work):
     process tree may not write any file beyond 8 MiB, with SIGXFSZ ignored so writes fail with EFBIG;
     the store has history that already fills it to the limit."""
     db = work / "mlruns" / "mlflow.db"
-    _pad_store(db, FSIZE_LIMIT)
     _precreate_store(db)
+    reader = _pad_store(db, FSIZE_LIMIT)
     cfg = _config(work, n_splits=2)
 
     def limit():
@@ -274,7 +335,10 @@ def test_full_disk_store(work):
         resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
 
     env = _env(work, PREFECT_HOME=str(work / ".prefect"))  # a fresh Prefect database stays below the limit
-    r = _run(work, cfg, env=env, preexec_fn=limit)
+    try:
+        r = _run(work, cfg, env=env, preexec_fn=limit)
+    finally:
+        reader.close()
     assert r.returncode == 2, r.stderr[-3000:]
     errs = _errors(r.stderr)
     print(*errs, sep="\n")
