@@ -78,14 +78,24 @@ def cpu_learners(trees: int) -> list[dict]:
     return [{"kind": "random_forest", "name": f"rf{trees}", "n_estimators": trees, "n_jobs": 1}]
 
 
-def run_flow(cfg: Path, tmp: Path, env=None, *, force: bool = False) -> float:
-    code = ("import sys, time; from flows.experiment import run_experiment; t=time.perf_counter(); "
+PEAK_RSS_MB: dict[str, list] = {}
+
+
+def run_flow(cfg: Path, tmp: Path, env=None, *, force: bool = False, arm: str | None = None) -> float:
+    """The flow in a fresh process, timed inside it after its imports; records the flow process's peak RSS
+    and its largest child's (the tracking writer) under ``arm`` in :data:`PEAK_RSS_MB`."""
+    code = ("import sys, time, resource; from flows.experiment import run_experiment; t=time.perf_counter(); "
             f"run_experiment({str(cfg)!r}, results_dir={str(tmp / 'results')!r}, "
-            f"processed_dir={str(tmp / 'processed')!r}, force={force!r}); print('ELAPSED', time.perf_counter()-t)")
+            f"processed_dir={str(tmp / 'processed')!r}, force={force!r}); print('ELAPSED', time.perf_counter()-t); "
+            "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **(env or {})},
                        capture_output=True, text=True, timeout=3600)
     if r.returncode != 0:
         raise RuntimeError(r.stderr[-3000:])
+    if arm:
+        PEAK_RSS_MB.setdefault(arm, []).append(
+            [float(x) for x in [ln for ln in r.stdout.splitlines() if ln.startswith("PEAK")][-1].split()[1:]])
     return float([ln for ln in r.stdout.splitlines() if ln.startswith("ELAPSED")][-1].split()[1])
 
 
@@ -245,6 +255,7 @@ def main(argv=None) -> int:
             server = prefect_server(home)  # (process, env): a running Prefect API, as a team would use
         if not args.skip_grid:
             rows = {"direct": [], "flow_models": [], "flow_nomodels": [], "flow_nomodels_server": [],
+                    "flow_inline_server": [], "direct10": [], "flow_server10": [], "flow_inline_server10": [],
                     "rerun_cached": [], "rerun_forced": []}
             arms = args.grid_arms.split(",")
             grid = rf_grid(args.grid_trees) if args.grid_trees else FAST
@@ -252,12 +263,16 @@ def main(argv=None) -> int:
                 for arm in arms:
                     tmp = tmp_root / f"{arm}-{rep}"
                     tmp.mkdir()
-                    cfg = grid_config(tmp, "grid100", log_models=(arm == "flow_models"), learners=grid, n_splits=10,
-                                      runner=args.grid_runner)
-                    if arm == "direct":
+                    # *10 arms: the same grid with 1 split (10 cells), for the per-cell slope
+                    cfg = grid_config(tmp, "grid100", log_models=(arm == "flow_models"), learners=grid,
+                                      n_splits=1 if arm.endswith("10") else 10, runner=args.grid_runner)
+                    inline = {"FAIRMISS_TRACKING_WRITER": "inline"}  # P's reference: child runs logged in the flow
+                    if arm in ("direct", "direct10"):
                         rows[arm].append(run_direct(cfg, tmp))
-                    elif arm == "flow_nomodels_server":
-                        rows[arm].append(run_flow(cfg, tmp, server[1]))
+                    elif arm in ("flow_nomodels_server", "flow_server10"):
+                        rows[arm].append(run_flow(cfg, tmp, server[1], arm=arm))
+                    elif arm in ("flow_inline_server", "flow_inline_server10"):
+                        rows[arm].append(run_flow(cfg, tmp, {**server[1], **inline}, arm=arm))
                     else:
                         rows[arm].append(run_flow(cfg, tmp))
                         if arm == "flow_models":
@@ -267,7 +282,17 @@ def main(argv=None) -> int:
                             rows["rerun_forced"].append(run_flow(cfg, tmp, force=True))
                     print(rep, arm, rows[arm][-1], flush=True)
             med = {k: statistics.median(v) if v else float("nan") for k, v in rows.items()}
+
+            def per_cell_ms(flow100: str, flow10: str) -> float:
+                """Critical-path overhead per cell: the flow's slope over 90 extra cells minus the library's."""
+                return 1000 * ((med[flow100] - med[flow10]) - (med["direct"] - med["direct10"])) / 90
+
             res["grid100"] = {"learners": grid, "seconds": rows, "median": med,
+                              "peak_rss_mb": PEAK_RSS_MB,
+                              "ratio_writer_server": med["flow_nomodels_server"] / med["direct"],
+                              "ratio_inline_server": med["flow_inline_server"] / med["direct"],
+                              "per_cell_ms_writer": per_cell_ms("flow_nomodels_server", "flow_server10"),
+                              "per_cell_ms_inline": per_cell_ms("flow_inline_server", "flow_inline_server10"),
                               "overhead_ratio_with_models": med["flow_models"] / med["direct"],
                               "overhead_ratio_without_models": med["flow_nomodels"] / med["direct"],
                               "overhead_ratio_server": med["flow_nomodels_server"] / med["direct"],
@@ -344,6 +369,21 @@ def main(argv=None) -> int:
                              f"reused) | {m['rerun_forced']:.1f} | {g['rerun_forced_fraction']:.1%} of first run | (≤ 5 %) |"),
         ]
         lines += [row for arm, row in table if g["seconds"][arm]]
+        if g["seconds"]["flow_inline_server"]:
+            lines.append(f"| same, `log_models: false`, running Prefect server, child runs logged inline in the flow "
+                         f"(`FAIRMISS_TRACKING_WRITER=inline`, the pre-P path) | {m['flow_inline_server']:.1f} | "
+                         f"{g['ratio_inline_server']:.2f}× | (reference) |")
+        if g["seconds"]["flow_server10"] and g["seconds"]["direct10"]:
+            lines.append(f"| critical-path overhead per cell (tracking writer), slope 10 → 100 cells, flow minus "
+                         f"library | {g['per_cell_ms_writer']:.0f} ms | | ≤ 10 ms |")
+        if g["seconds"]["flow_inline_server10"] and g["seconds"]["direct10"]:
+            lines.append(f"| same, child runs logged inline (pre-P) | {g['per_cell_ms_inline']:.0f} ms | | (reference) |")
+        for arm, peaks in sorted(PEAK_RSS_MB.items()):
+            if arm in ("flow_nomodels_server", "flow_inline_server"):
+                flow_mb = statistics.median(p[0] for p in peaks)
+                child_mb = statistics.median(p[1] for p in peaks)
+                lines.append(f"| peak RSS, `{arm}`: flow process / largest child (the writer) | {flow_mb:.0f} MB / "
+                             f"{child_mb:.0f} MB | | (recorded) |")
     if "dask" in res:
         dm = res["dask"]["median"]
         what = {"dask": "Dask, local cluster started by the flow", "dask_existing": "Dask, cluster already running "

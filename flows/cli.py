@@ -100,7 +100,7 @@ def _cmd_run(args) -> int:
                   "(--force runs it again)\n")
         print(out.get("table", ""))
         print(f"\nresults: {out['results_dir']}/metrics.json   MLflow: {out.get('tracking_uri', '')} "
-              f"(parent run {out.get('parent_run_id')}; {_where_to_open(str(out.get('tracking_uri', '')))})")
+              f"(parent run {out.get('parent_run_id')}; {_where_to_open(str(out.get('tracking_uri', '')), out)})")
         if out.get("failed"):
             print(f"{len(out['failed'])} cell(s) failed: {out['failed'][:5]}", file=sys.stderr)
     # the config checks and the up-to-date check run before Prefect is imported (flows.run.run_command)
@@ -370,9 +370,19 @@ def _version() -> str:
     return fairmiss.__version__
 
 
-def _where_to_open(uri: str) -> str:
-    """The last line's hint: a server URI is opened as it is; a local store with ``fairmiss ui``."""
-    return f"open {uri}" if uri.startswith(("http://", "https://")) else "open with `fairmiss ui`"
+def _where_to_open(uri: str, out: dict | None = None) -> str:
+    """The last line's hint: a server URI is opened as it is; a local store with ``fairmiss ui``. When the run
+    says which experiment and fairness metric, the hint is the runs page that shows that metric and accuracy
+    as columns, sorted by the metric (the experiment's shared view, set by the flow)."""
+    from fairmiss.reporting.mlflow_view import runs_page_url
+
+    out = out or {}
+    exp_id, metric = out.get("experiment_id"), (out.get("metrics") or {}).get("fairness_metric")
+    if uri.startswith(("http://", "https://")):
+        return f"open {runs_page_url(uri, exp_id, metric)}" if exp_id else f"open {uri}"
+    if exp_id:
+        return f"open with `fairmiss ui`, then {runs_page_url('http://127.0.0.1:5000', exp_id, metric)}"
+    return "open with `fairmiss ui`"
 
 
 def build_parser() -> argparse.ArgumentParser:

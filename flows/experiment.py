@@ -24,10 +24,12 @@ from fairmiss import pipeline
 from fairmiss.config import ExperimentConfig, load_config, missingness_label
 from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
+from fairmiss.reporting.mlflow_view import shared_view_tag
 from fairmiss.codeversion import code_version
-from fairmiss.tracking import WRITER_ENV, CellWriter, Tracker
+from fairmiss.tracking import WRITER_ENV, CellWriter, Tracker, prestart_writer
 from flows import errors
 from flows.errors import check_all_failed
+from flows.fastcheck import run_fingerprint  # pure (no Prefect): shared with the fast up-to-date check
 from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
 
 logger = logging.getLogger(__name__)
@@ -154,6 +156,9 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
 
     tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
     tracker.reap_dead_runs()
+    # the MLflow UI's runs page opened with ?viewStateShareKey=fairmiss-<metric> shows the fairness metric and
+    # accuracy as columns, sorted by the metric (what `fairmiss ui` prints)
+    tracker.set_experiment_tags(dict([shared_view_tag(cfg.fairness_metric)]))
     groups = group_names(data.dataset)
     tags = {"dataset": data.dataset, "data.processed_hash": data.data_hash, "config.hash": cfg.config_hash,
             "run.fingerprint": fingerprint, "groups": json.dumps(groups, sort_keys=True),
@@ -275,7 +280,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results)})
     log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
     return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
-            "results_dir": str(out_dir), "failed": failed}
+            "experiment_id": tracker.experiment_id, "results_dir": str(out_dir), "failed": failed}
 
 
 def _collect_cells(cfg, cells, done, futures, tracker, writer, parent, tags, keys, data, groups, source, X_example,
@@ -339,16 +344,6 @@ def cell_description(res, dataset: str, groups: dict[str, str]) -> str:
             f"(imputer `{res.imputer}`, learner `{res.learner}`). Groups: {names}.")
 
 
-def run_fingerprint(cfg: ExperimentConfig) -> str:
-    """What a scheduled re-run compares: config hash, declared raw-file checksums, code version (a content
-    hash of the sources that run, :func:`fairmiss.codeversion.code_version` — never of outputs)."""
-    from fairmiss.datasets import get_variant
-    from fairmiss.io import stable_hash
-
-    raw = {rf.filename: rf.sha256 for rf in get_variant(cfg.dataset.name).raw_files}
-    return stable_hash({"config": cfg.config_hash, "raw": raw, "code": code_version()})
-
-
 def up_to_date(cfg: ExperimentConfig, results_dir: str | Path = "results") -> dict | None:
     """The finished run a re-run would only repeat, or ``None``.
 
@@ -396,4 +391,7 @@ def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool 
         # Dask workers are separate processes: they cannot reach the in-process ephemeral server.
         raise ConfigError(f"{config_path}: execution.task_runner: 'dask' needs a Prefect API server; start one "
                           "(`prefect server start`) and set PREFECT_API_URL=http://127.0.0.1:4200/api")
+    # the tracking writer imports MLflow and opens the store while Prefect starts the flow and the data are built
+    prestart_writer(("fairmiss.pipeline",), uri=cfg.tracking.uri,
+                    experiment_name=cfg.tracking.experiment_name or cfg.experiment)
     return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), quick=quick, **kw)

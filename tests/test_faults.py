@@ -187,7 +187,9 @@ def test_fairmiss_ui_binds_loopback(work):
                          if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
         assert listening == {"127.0.0.1"}, (listening, proc.poll())
     finally:
-        _stop(proc)
+        # SIGTERM: `fairmiss ui` stops its MLflow server's process group on it; a SIGKILL left the server
+        # (and its workers) running as orphans after the test
+        _stop(proc, signal.SIGTERM)
 
 
 # --------------------------------------------------------------------------- unwritable / full store

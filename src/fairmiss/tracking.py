@@ -358,6 +358,15 @@ class Tracker:
         else:
             self.end_run(run_id)
 
+    @_guard_store
+    def set_experiment_tags(self, tags: dict) -> None:
+        """Tags of the experiment itself (e.g. the MLflow UI's shared runs-page view, see
+        :mod:`fairmiss.reporting.mlflow_view`); written only when the value changed."""
+        current = self.client.get_experiment(self.experiment_id).tags
+        for k, v in tags.items():
+            if current.get(k) != str(v):
+                self.client.set_experiment_tag(self.experiment_id, k, str(v))
+
     # ------------------------------------------------------------------ logging
     @_guard_store
     def log_params(self, run_id: str, params: dict) -> None:
@@ -631,9 +640,7 @@ class CellWriter:
 
         self.uri, self.experiment_name = tracker.uri, tracker.experiment_name
         self._pickle = pickle
-        code = "from fairmiss.tracking import _writer_main; _writer_main()"
-        self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      env={**os.environ, "FAIRMISS_WRITER_PARENT": str(os.getpid())})
+        self._proc = _take_prestarted() or _start_writer_process()
         self._outbox: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._acks: dict[str, str] = {}
@@ -743,11 +750,55 @@ class CellWriter:
         self._reader.join(5)
 
 
+_PRESTARTED: list = []  # at most one idle writer process, started ahead of the flow by prestart_writer
+
+
+def _start_writer_process(preload: tuple[str, ...] = (), store: tuple[str, str] | None = None):
+    import subprocess
+    import sys
+
+    code = "from fairmiss.tracking import _writer_main; _writer_main()"
+    return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={**os.environ, "FAIRMISS_WRITER_PARENT": str(os.getpid()),
+                                 "FAIRMISS_WRITER_PRELOAD": ",".join(preload),
+                                 "FAIRMISS_WRITER_STORE": json.dumps(list(store) if store else None)})
+
+
+def prestart_writer(preload: tuple[str, ...] = (), *, uri: str | None = None,
+                    experiment_name: str | None = None) -> None:
+    """Start the writer process now, so that its imports (MLflow, the pipeline's result types: ~3–4 s on this
+    project's 2-core machine) overlap Prefect's start-up and the data preparation instead of delaying the
+    end of a short sweep; the next :class:`CellWriter` takes it. No-op if one is already waiting or the
+    writer is off (``FAIRMISS_TRACKING_WRITER=inline``). ``preload``: modules the writer imports while idle
+    (the module of the cells' result type, which this module may not import). ``uri`` and
+    ``experiment_name``: the store the writer opens while idle (MLflow's store start-up, ~1–4 s); the
+    flow's actual store, sent with the first message, replaces it if different. An unused writer exits with
+    its parent."""
+    if os.environ.get(WRITER_ENV, "process") == "inline":
+        return
+    _PRESTARTED[:] = [p for p in _PRESTARTED if p.poll() is None]
+    if not _PRESTARTED:
+        _PRESTARTED.append(_start_writer_process(preload, (uri, experiment_name) if experiment_name else None))
+
+
+def _take_prestarted():
+    while _PRESTARTED:
+        proc = _PRESTARTED.pop()
+        if proc.poll() is None:
+            return proc
+    return None
+
+
 def _writer_main() -> None:
     """The writer process (see :class:`CellWriter`): pickled messages on stdin, answers on stdout."""
     import pickle
     import sys
     import warnings
+
+    import importlib
+
+    for name in filter(None, os.environ.get("FAIRMISS_WRITER_PRELOAD", "").split(",")):
+        importlib.import_module(name)  # e.g. the module of the cells' result type, imported while idle
 
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed by a library goes to stderr, never into the answer stream
@@ -757,6 +808,12 @@ def _writer_main() -> None:
     parent = int(os.environ.get("FAIRMISS_WRITER_PARENT", "0") or 0)
     tracker = None
     setup: dict = {}
+    store = json.loads(os.environ.get("FAIRMISS_WRITER_STORE") or "null")
+    if store:  # open the store while idle; a failure is reported (or the store replaced) with the setup
+        try:
+            tracker = Tracker(*store)
+        except BaseException as exc:
+            tracker = exc
 
     def answer(kind, key, payload) -> None:
         pickle.dump((kind, key, payload), out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -772,6 +829,9 @@ def _writer_main() -> None:
             break  # the flow died (SIGKILL): write nothing more; a re-run computes what is missing
         if kind == "setup":
             setup = rest[0]
+            if isinstance(tracker, Tracker) and (tracker.uri, tracker.experiment_name) == \
+                    (resolve_uri(setup["uri"]), setup["experiment"]):
+                continue  # the store opened while idle is the flow's
             try:
                 tracker = Tracker(setup["uri"], setup["experiment"])
             except BaseException as exc:  # reported with the first cell
