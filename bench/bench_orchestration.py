@@ -382,7 +382,7 @@ def main(argv=None) -> int:
             if arm in ("flow_nomodels_server", "flow_inline_server"):
                 flow_mb = statistics.median(p[0] for p in peaks)
                 child_mb = statistics.median(p[1] for p in peaks)
-                lines.append(f"| peak RSS, `{arm}`: flow process / largest child (the writer) | {flow_mb:.0f} MB / "
+                lines.append(f"| peak RSS, `{arm}`: flow process / largest child process (with the writer: the writer) | {flow_mb:.0f} MB / "
                              f"{child_mb:.0f} MB | | (recorded) |")
     if "dask" in res:
         dm = res["dask"]["median"]
