@@ -131,11 +131,64 @@ def _task_runner(cfg: ExperimentConfig):
     return ThreadPoolTaskRunner(max_workers=cfg.execution.max_workers)
 
 
+class WarningLog(logging.Handler):
+    """Library warnings of a run (scikit-learn convergence, pandas, …), kept for the parent run's
+    ``warnings.txt`` while the console stays quiet (``-v`` shows them as they happen): each distinct warning
+    once (``file:line: Category: message``), with how often it came, most frequent first (ties by text).
+
+    Warnings are routed to the ``py.warnings`` logger (:func:`logging.captureWarnings`, as the CLI already
+    does; restored on exit if it was off) and this handler listens there — one route, because libraries switch
+    it themselves (Great Expectations turns it on during validation, replacing any other hook). Warnings the
+    active filters suppress (a repeat from the same line under the ``default`` action) are not shown and not
+    counted. Those raised in the flow's process and its thread workers are kept; a process-pool or Dask
+    worker's own warnings stay in its Prefect task log.
+    """
+
+    def __init__(self, limit: int = 1000):
+        super().__init__(logging.WARNING)
+        self.counts: dict[str, int] = {}
+        self.limit = limit
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except Exception:  # a warning whose message cannot be formatted is still counted
+            text = f"<unformattable warning from {record.name}>"
+        msg = " ".join(text.split("\n")[0].split())[:2000]  # formatwarning's first line (not the source line)
+        if msg in self.counts or len(self.counts) < self.limit:
+            self.counts[msg] = self.counts.get(msg, 0) + 1
+
+    def text(self) -> str:
+        return "".join(f"{n}x {m}\n" for m, n in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def __enter__(self):
+        import warnings
+
+        self._was_capturing = getattr(warnings.showwarning, "__module__", None) == "logging"
+        if not self._was_capturing:
+            logging.captureWarnings(False)  # reset a stale saved hook, then route warnings to logging
+            logging.captureWarnings(True)
+        logging.getLogger("py.warnings").addHandler(self)
+        return self
+
+    def __exit__(self, *exc):
+        logging.getLogger("py.warnings").removeHandler(self)
+        if not self._was_capturing:
+            logging.captureWarnings(False)
+        return False
+
+
 @flow(name="fairmiss-experiment")
 def experiment_flow(config_path: str, results_dir: str = "results", processed_dir: str = "processed",
                     raw_dir: str | None = None, quick: bool = False, skip_if_unchanged: bool = False) -> dict:
     """Run one experiment config. ``skip_if_unchanged`` (used by scheduled deployments): do nothing
-    when a FINISHED parent run with the same fingerprint (config, raw data, code version) exists."""
+    when a FINISHED parent run with the same fingerprint (config, raw data, code version) exists.
+    Library warnings raised during the run are logged to the parent run as ``warnings.txt``."""
+    with WarningLog() as warned:
+        return _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if_unchanged, warned)
+
+
+def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if_unchanged, warned) -> dict:
     log = get_run_logger()
     cfg = load_config(config_path, quick=quick)
     out_dir = safe_child(results_dir, cfg.experiment, what="experiment")
@@ -277,7 +330,10 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
         tracker.log_artifact(parent, out_dir / "cells.csv")
         if claims is not None:
             tracker.log_artifact(parent, out_dir / "claims_000.csv")
-        tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results)})
+        if warned.counts:
+            tracker.log_text(parent, warned.text(), "warnings.txt")
+        tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results),
+                                  "n_warnings": sum(warned.counts.values())})
     log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
     return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
             "experiment_id": tracker.experiment_id, "results_dir": str(out_dir), "failed": failed}
