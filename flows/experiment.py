@@ -408,16 +408,24 @@ def up_to_date(cfg: ExperimentConfig, results_dir: str | Path = "results") -> di
     parent run with the same fingerprint (config hash, declared raw-file checksums, code version —
     including uncommitted changes) that recorded the same processed-data hash and no failed cell.
     Then nothing would change; no flow run, server or data gate is started. ``--force`` skips this.
+
+    A local SQLite store is read with one SQL query (:func:`flows.fastcheck.up_to_date_fast`); MLflow's
+    client answers only where that cannot (a tracking server, or no ``summary.txt``).
     """
-    import json
+    from flows.fastcheck import UNKNOWN, up_to_date_fast
+
+    fast = up_to_date_fast(cfg, results_dir)
+    return up_to_date_mlflow(cfg, results_dir) if fast is UNKNOWN else fast
+
+
+def up_to_date_mlflow(cfg: ExperimentConfig, results_dir: str | Path = "results") -> dict | None:
+    """:func:`up_to_date` answered by MLflow's client (any store: a tracking server too); the reference
+    that ``tests/test_fastcheck.py`` holds the SQL check to."""
+    from flows.fastcheck import finished_results
 
     out_dir = Path(results_dir) / cfg.experiment
-    try:
-        metrics = json.loads((out_dir / "metrics.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if (metrics.get("config_hash") != cfg.config_hash or metrics.get("n_failed") != 0
-            or not (out_dir / "report.html").exists()):
+    metrics = finished_results(cfg, results_dir)
+    if metrics is None:
         return None
     tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
     run = tracker.find_finished_parent_run(run_fingerprint(cfg))

@@ -30,7 +30,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-__all__ = ["UNKNOWN", "run_fingerprint", "up_to_date_fast", "sqlite_path"]
+__all__ = ["UNKNOWN", "finished_results", "run_fingerprint", "up_to_date_fast", "sqlite_path"]
 
 #: "cannot tell without MLflow" (a non-SQLite store, or no ``summary.txt``): use the MLflow-based check
 UNKNOWN = "unknown"
@@ -94,9 +94,10 @@ def newest_finished_parent(db: Path, experiment: str, fingerprint: str) -> tuple
         con.close()
 
 
-def up_to_date_fast(cfg, results_dir: str | Path = "results") -> dict | str | None:
-    """The finished run a re-run would only repeat (the dict of :func:`flows.experiment.up_to_date`),
-    ``None`` when there is none, or :data:`UNKNOWN` when only MLflow can tell (a non-SQLite store)."""
+def finished_results(cfg, results_dir: str | Path = "results") -> dict | None:
+    """``results/<experiment>/metrics.json`` when it was written for this config (same config hash), no cell
+    failed and ``report.html`` exists beside it — the results half of the up-to-date rule, shared by
+    :func:`up_to_date_fast` and :func:`flows.experiment.up_to_date`; ``None`` otherwise."""
     out_dir = Path(results_dir) / cfg.experiment
     try:
         metrics = json.loads((out_dir / "metrics.json").read_text())
@@ -104,6 +105,16 @@ def up_to_date_fast(cfg, results_dir: str | Path = "results") -> dict | str | No
         return None
     if (metrics.get("config_hash") != cfg.config_hash or metrics.get("n_failed") != 0
             or not (out_dir / "report.html").exists()):
+        return None
+    return metrics
+
+
+def up_to_date_fast(cfg, results_dir: str | Path = "results") -> dict | str | None:
+    """The finished run a re-run would only repeat (the dict of :func:`flows.experiment.up_to_date`),
+    ``None`` when there is none, or :data:`UNKNOWN` when only MLflow can tell (a non-SQLite store)."""
+    out_dir = Path(results_dir) / cfg.experiment
+    metrics = finished_results(cfg, results_dir)
+    if metrics is None:
         return None
     uri = tracking_uri(cfg)
     db = sqlite_path(uri)

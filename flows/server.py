@@ -134,18 +134,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextlib.contextmanager
 def _lock():
     """One ``start`` / ``stop`` at a time per project (two commands starting at once start one server)."""
-    import fcntl
+    from fairmiss.io import file_lock
 
-    state_dir().mkdir(parents=True, exist_ok=True)
-    with open(state_dir() / "server.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    return file_lock(state_dir() / "server.lock")
 
 
 def start(port: int | None = None, *, timeout: float = 120.0) -> tuple[ServerState, bool]:

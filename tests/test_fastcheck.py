@@ -1,4 +1,4 @@
-"""flows.fastcheck.up_to_date_fast: the same answer as flows.experiment.up_to_date (the MLflow-client check)
+"""flows.fastcheck.up_to_date_fast: the same answer as flows.experiment.up_to_date_mlflow (the MLflow-client check)
 on a real finished run and on every way of not being up to date, without importing MLflow or Prefect."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import yaml
 from conftest import ROOT, small_config
 
 from fairmiss.config import load_config
-from flows.experiment import run_experiment, run_fingerprint, up_to_date
+from flows.experiment import run_experiment, run_fingerprint, up_to_date, up_to_date_mlflow
 from flows.fastcheck import UNKNOWN, run_fingerprint as fast_fingerprint, up_to_date_fast
 
 pytestmark = pytest.mark.slow  # one real flow run (~40 s on 2 shared cores) and copies of its store
@@ -48,8 +48,11 @@ def _copy(finished, dest, **over):
 
 
 def _both(cfg, results):
-    fast, slow = up_to_date_fast(cfg, results), up_to_date(cfg, results)
+    """The SQL check, MLflow's client and :func:`up_to_date` (which uses the SQL check on a SQLite store)
+    give one answer."""
+    fast, slow = up_to_date_fast(cfg, results), up_to_date_mlflow(cfg, results)
     assert fast == slow
+    assert up_to_date(cfg, results) == fast
     return fast
 
 
@@ -132,7 +135,7 @@ def test_newest_finished_parent_is_the_one_compared(finished, tmp_path):
 
 def test_a_tracking_server_is_unknown(finished, tmp_path):
     c, results = _copy(finished, tmp_path / "a", tracking={"uri": "http://127.0.0.1:9"})
-    assert up_to_date_fast(c, results) == UNKNOWN
+    assert up_to_date_fast(c, results) == UNKNOWN  # up_to_date then asks MLflow's client
 
 
 def test_imports_neither_mlflow_nor_prefect(finished):

@@ -60,6 +60,24 @@ def safe_child(root: str | os.PathLike, name: str, *, what: str = "name", patter
 
 
 @contextlib.contextmanager
+def file_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive advisory lock (``fcntl.flock``) on ``path`` (created, with its parent directory,
+    if missing) for the ``with`` block: one holder at a time across processes on this machine. The lock
+    goes with the process, so a killed holder never leaves it taken. Used for a SQLite store's writes
+    (:mod:`fairmiss.tracking`) and for starting/stopping the local Prefect server (``flows.server``)."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``target``; on success rename it onto ``target``.
 

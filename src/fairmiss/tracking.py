@@ -51,6 +51,7 @@ import fairmiss
 from fairmiss.codeversion import code_version
 from fairmiss.cpu import cpu_fingerprint
 from fairmiss.config import ConfigError
+from fairmiss.io import file_lock
 
 logger = logging.getLogger(__name__)
 # MLflow warns on every cloudpickle model and on a venv without pip; both are expected here.
@@ -202,19 +203,12 @@ def _requirements() -> list[str]:
 
 @contextlib.contextmanager
 def _store_lock(uri: str):
+    """Writers of one SQLite store take turns (``<db>.lock`` beside the database); other stores: no lock."""
     if not uri.startswith("sqlite:///"):
         yield
         return
-    import fcntl
-
-    lock = Path(uri[len("sqlite:///"):] + ".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with file_lock(uri[len("sqlite:///"):] + ".lock"):
+        yield
 
 
 def _enable_wal(uri: str) -> None:
