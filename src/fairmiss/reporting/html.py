@@ -375,6 +375,15 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
                      "(fronts of mean ± SE over splits; 'beats' = higher accuracy at matched gap by more than one "
                      "combined SE somewhere, nowhere lower by more than one).</p>" + _table(pd.read_csv(claims)))
 
+    feng = out_dir / "claims_feng2023.csv"
+    if feng.exists():
+        parts.append("<h2>Feng et al. (2023) and Zhang &amp; Long (2021): claims in this run</h2>"
+                     "<p class='note'>Decided on this run's cells by the rules in "
+                     "<code>fairmiss.studies.feng2023_claims</code>: each adapted intervention is paired with the "
+                     "impute-then-classify learner that is its base, on the same splits (paired mean ± SE); "
+                     "verdicts need differences beyond 2 paired SE.</p>"
+                     + _table(pd.read_csv(feng, keep_default_na=False)))
+
     parts.append("<h2>Paper vs ours</h2>")
     if references is None:
         parts.append("<p class='note'>This config carries no published reference numbers.</p>")
