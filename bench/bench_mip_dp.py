@@ -169,8 +169,8 @@ def render(res) -> str:
         groups.setdefault((r["dataset"], r["fairness"], r["lambda"], r["n"]), []).append(r)
     lines = ["# Exact DP trees vs the local search (issue 22)", "",
              f"`{res['command']}`, commit {res['commit']}, {res['machine']}, {res['cpus']} CPUs. Load average "
-             f"(1/5/15 min) at start {res['loadavg_start']}, at end {res['loadavg_end']}: the machine is shared "
-             "with other engineers' jobs, so absolute seconds are inflated and noisy; DP and search ran "
+             f"(1/5/15 min) at start {res['loadavg_start']}, at end {res['loadavg_end']} (on 2 cores, a load above ~1.5 "
+             "means other jobs shared them and absolute seconds are inflated); DP and search ran "
              "back to back on each batch, so their ratio shares the machine's state. Depth 3. The DP runs "
              "with one BLAS thread (inside `dp_tree`); the search as the forest runs it (50 restarts, CART start).",
              "",
