@@ -144,8 +144,29 @@ def quiet_prefect_console() -> None:
             h.addFilter(_QUIET)
 
 
+#: set by :class:`flows.experiment.StoppableThreadPoolTaskRunner` when a stopping flow left task threads running
+ABANDONED = False
+
+
 def _exit_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)
+
+
+def _exit_now(code: int) -> None:
+    """End the process without joining abandoned task threads: run the exit handlers (Prefect's ephemeral API
+    server is stopped by one), flush the streams, then ``os._exit``."""
+    import atexit
+    import os
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
 
 
 def run_guarded(fn) -> int:
@@ -156,6 +177,8 @@ def run_guarded(fn) -> int:
     Prefect's flow engine turns SIGTERM into a crash of the flow run and then re-delivers it to the
     *previous* handler; with the default one the process died without running ``atexit``, which left
     Prefect's ephemeral API server (a uvicorn subprocess) running after every ``kill`` of a study.
+    When the stopping flow left task threads computing (:data:`ABANDONED`), the process ends with
+    ``os._exit(143)`` after the exit handlers instead of joining those threads (minutes for a long cell).
     """
     import signal
 
@@ -167,6 +190,10 @@ def run_guarded(fn) -> int:
     quiet_prefect_console()
     try:
         fn()
+    except SystemExit:
+        if ABANDONED:  # a stopped flow's clean-up is done; its running cells' threads are not waited for
+            _exit_now(143)
+        raise
     except Exception as exc:
         found = user_error_message(exc)
         if found is None:

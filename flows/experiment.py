@@ -81,6 +81,34 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
         super().__exit__(exc_type, exc_value, traceback)
 
 
+class StoppableThreadPoolTaskRunner(ThreadPoolTaskRunner):
+    """Prefect's thread pool (the default ``task_runner: thread``), but a flow that stops abnormally does not
+    wait for the cells still computing.
+
+    Prefect 3.8's runner shuts its executor down with ``wait=True`` on exit, and a thread cannot be stopped
+    from outside: a SIGTERM during a long cell (seen: a Fair MIP Forest cell with the equalized-odds DP on an
+    HSLS batch, minutes) left the process running until the cell ended. On an exceptional exit the pool is
+    shut down without waiting (queued cells cancelled) and :data:`flows.errors.ABANDONED` is set; the flow's
+    own clean-up (parent run FAILED, nothing in results/) runs as usual, and
+    :func:`flows.errors.run_guarded` then ends the process with ``os._exit`` after the exit handlers, instead
+    of letting the interpreter join the abandoned threads. The running cell is lost, as with SIGKILL; a
+    re-run computes it. Normal exits are unchanged.
+    """
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        executor = getattr(self, "_executor", None)
+        if exc_type is not None and executor is not None:
+            for event in self._cancel_events.values():
+                event.set()
+            running = sum(1 for t in getattr(executor, "_threads", ()) if t.is_alive())
+            executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+            errors.ABANDONED = True
+            logging.getLogger(__name__).warning("flow stopping (%s): not waiting for %d task thread(s)",
+                                                exc_type.__name__, running)
+        super().__exit__(exc_type, exc_value, traceback)
+
+
 class CellProgress:
     """Progress over a run's cells: a bar with ETA (tqdm, on stderr) when stderr is a terminal and ``-v`` is
     off — the per-cell log lines then stay out of the console (they remain in Prefect's log) — and an
@@ -128,7 +156,7 @@ def _task_runner(cfg: ExperimentConfig):
                                               "processes": True, "dashboard_address": None})
     if cfg.execution.task_runner == "process":
         return StoppableProcessPoolTaskRunner(max_workers=cfg.execution.max_workers)
-    return ThreadPoolTaskRunner(max_workers=cfg.execution.max_workers)
+    return StoppableThreadPoolTaskRunner(max_workers=cfg.execution.max_workers)
 
 
 class WarningLog(logging.Handler):

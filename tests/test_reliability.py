@@ -147,3 +147,59 @@ def test_sigterm_stops_a_process_pool_flow_promptly(tmp_path):
     assert not [r for r in runs if r[2] == "RUNNING"], runs  # the parent ended itself (FAILED)
     assert not [r for r in runs if r[2] == "FINISHED"], runs  # the 600-s cell never finished
     assert not (tmp_path / "results_a" / "compas_small" / "metrics.json").exists()
+
+
+def test_sigterm_stops_a_thread_pool_flow_promptly(tmp_path):
+    """The same with the default thread pool: a thread cannot be terminated, so the stopping flow no longer
+    waits for it (Prefect's runner did, for the whole solve: a Fair MIP cell kept a SIGTERMed study alive for
+    minutes); the flow's clean-up runs, then the process ends (exit 143) without joining the computing
+    thread. The parent run is FAILED, no cell FINISHED, nothing in results/, no Prefect server left."""
+    import psutil
+
+    cfg = small_config(tmp_path, split={"n_splits": 1}, missingness=[{"kind": "none"}], imputers=[{"kind": "mean"}],
+                       learners=[{"kind": "fair_mip_forest", "name": "mip_slow", "n_trees": 1, "batch_size": 400,
+                                  "solver": "mip", "time_limit": 600, "warm_start": "none"}],
+                       execution={"max_workers": 1, "task_runner": "thread"})
+    db = tmp_path / "mlruns" / "mlflow.db"
+    p = _flow(cfg, tmp_path, "a")
+    proc = psutil.Process(p.pid)
+    t0 = time.time()
+    started = False
+    while time.time() - t0 < 300 and not started:  # the parent run exists: the cells are being computed
+        assert p.poll() is None, p.stderr.read()[-3000:]
+        if db.exists():
+            try:
+                started = any(r[2] == "RUNNING" for r in _runs(db))
+            except sqlite3.OperationalError:
+                pass
+        time.sleep(0.5)
+    assert started, "no running parent run within 300 s"
+    time.sleep(20)  # past the Pyomo model build, inside the 600-s solve
+    assert p.poll() is None, p.stderr.read()[-3000:]
+    workers = proc.children(recursive=True)
+    t_term = time.time()
+    p.send_signal(signal.SIGTERM)
+    try:
+        _, err = p.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise AssertionError("the flow did not stop within 90 s of SIGTERM") from None
+    stopped_after = time.time() - t_term
+    assert p.returncode == 143, (p.returncode, err[-3000:])
+    assert stopped_after < 45, stopped_after
+    deadline = time.time() + 30  # the ephemeral Prefect server was asked to stop by the exit handlers
+    while time.time() < deadline and any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers
+                                         if psutil.pid_exists(w.pid)):
+        time.sleep(1)
+    left = []
+    for w in workers:
+        try:
+            if w.is_running() and w.status() != psutil.STATUS_ZOMBIE:
+                left.append(" ".join(w.cmdline())[:160])
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            pass
+    assert not left, left
+    runs = _runs(db)
+    assert not [r for r in runs if r[2] == "RUNNING"], runs  # the parent ended itself (FAILED)
+    assert not [r for r in runs if r[2] == "FINISHED"], runs
+    assert not (tmp_path / "results_a" / "compas_small" / "metrics.json").exists()
