@@ -244,7 +244,8 @@ def feng2023_claims(cells: pd.DataFrame, learners, missingness, gap: str) -> pd.
         far = [x for x in means if math.isfinite(x[3]) and abs(x[2]) > c * x[3]]
         pos = sum(x[2] > 0 for x in means)
         ev = [f"{len(means)} (missingness, method) means of {col}: {pos} positive (complete-case gap larger), "
-              f"{len(far)} beyond noise (more than {c:.2f} SE from 0); range {_f(min(x[2] for x in means))} … "
+              + (f"{len(far)} beyond noise (more than {c:.2f} SE from 0)" if math.isfinite(c) else "none tested")
+              + f"; range {_f(min(x[2] for x in means))} … "
               f"{_f(max(x[2] for x in means))}"] if means else []
         rows.append(("ZL", "Complete-case fairness estimates are biased (Zhang & Long 2021): the gap measured on "
                      "complete test rows differs from the full test set's", verdict(bool(means), bool(far)),
