@@ -86,6 +86,30 @@ def test_results_do_not_depend_on_worker_count(tmp_path):
     assert out[1] == out[2]
 
 
+def _slow_mip_config(tmp_path, task_runner: str):
+    """One cell that computes for minutes: a HiGHS solve of up to 600 s, a single C call that Prefect's
+    cooperative task cancellation cannot interrupt (a random forest stops between trees on its own); solver
+    mip explicitly, since the default exact DP (issue N) finishes the cell in about a second."""
+    return small_config(tmp_path, split={"n_splits": 1}, missingness=[{"kind": "none"}], imputers=[{"kind": "mean"}],
+                        learners=[{"kind": "fair_mip_forest", "name": "mip_slow", "n_trees": 1, "batch_size": 400,
+                                   "solver": "mip", "time_limit": 600, "warm_start": "none"}],
+                        execution={"max_workers": 1, "task_runner": task_runner})
+
+
+def _alive(procs) -> list:
+    """(pid, command line) of the processes in ``procs`` still running (zombies count as gone)."""
+    import psutil
+
+    out = []
+    for w in procs:
+        try:
+            if w.is_running() and w.status() != psutil.STATUS_ZOMBIE:
+                out.append((w.pid, " ".join(w.cmdline())[:160]))
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            pass
+    return out
+
+
 def test_sigterm_stops_a_process_pool_flow_promptly(tmp_path):
     """SIGTERM to a flow running cells in Prefect's process pool (a scheduler or `kill` stopping a study):
     the worker processes are terminated instead of waited for (Prefect 3.8's runner waits for running
@@ -93,13 +117,7 @@ def test_sigterm_stops_a_process_pool_flow_promptly(tmp_path):
     is not left RUNNING, no cell is recorded as finished and nothing is written to the results."""
     import psutil
 
-    cfg = small_config(tmp_path, split={"n_splits": 1}, missingness=[{"kind": "none"}], imputers=[{"kind": "mean"}],
-                       # one HiGHS solve of minutes: a single C call that Prefect's cooperative task
-                       # cancellation cannot interrupt (a random forest stops between trees on its own)
-                       # solver mip explicitly: the default exact DP (issue N) finishes the cell in about a second
-                       learners=[{"kind": "fair_mip_forest", "name": "mip_slow", "n_trees": 1, "batch_size": 400,
-                                  "solver": "mip", "time_limit": 600, "warm_start": "none"}],
-                       execution={"max_workers": 1, "task_runner": "process"})
+    cfg = _slow_mip_config(tmp_path, "process")
     db = tmp_path / "mlruns" / "mlflow.db"
     p = _flow(cfg, tmp_path, "a")
     proc = psutil.Process(p.pid)
@@ -128,21 +146,11 @@ def test_sigterm_stops_a_process_pool_flow_promptly(tmp_path):
     stopped_after = time.time() - t_term
     assert p.returncode == 143, p.returncode  # SystemExit(128 + SIGTERM): exit handlers ran
     assert stopped_after < 30, stopped_after
-    def alive(procs):
-        out = []
-        for w in procs:
-            try:
-                if w.is_running() and w.status() != psutil.STATUS_ZOMBIE:
-                    out.append((w.pid, " ".join(w.cmdline())[:160]))
-            except (psutil.NoSuchProcess, psutil.ZombieProcess):
-                pass
-        return out
-
-    assert pool and not alive(pool), alive(pool)  # the task workers are gone with the flow
+    assert pool and not _alive(pool), _alive(pool)  # the task workers are gone with the flow
     deadline = time.time() + 30  # the ephemeral Prefect server is asked to stop at exit and follows shortly
-    while alive(workers) and time.time() < deadline:
+    while _alive(workers) and time.time() < deadline:
         time.sleep(1)
-    assert not alive(workers), alive(workers)
+    assert not _alive(workers), _alive(workers)
     runs = _runs(db)
     assert not [r for r in runs if r[2] == "RUNNING"], runs  # the parent ended itself (FAILED)
     assert not [r for r in runs if r[2] == "FINISHED"], runs  # the 600-s cell never finished
@@ -156,10 +164,7 @@ def test_sigterm_stops_a_thread_pool_flow_promptly(tmp_path):
     thread. The parent run is FAILED, no cell FINISHED, nothing in results/, no Prefect server left."""
     import psutil
 
-    cfg = small_config(tmp_path, split={"n_splits": 1}, missingness=[{"kind": "none"}], imputers=[{"kind": "mean"}],
-                       learners=[{"kind": "fair_mip_forest", "name": "mip_slow", "n_trees": 1, "batch_size": 400,
-                                  "solver": "mip", "time_limit": 600, "warm_start": "none"}],
-                       execution={"max_workers": 1, "task_runner": "thread"})
+    cfg = _slow_mip_config(tmp_path, "thread")
     db = tmp_path / "mlruns" / "mlflow.db"
     p = _flow(cfg, tmp_path, "a")
     proc = psutil.Process(p.pid)
@@ -188,17 +193,9 @@ def test_sigterm_stops_a_thread_pool_flow_promptly(tmp_path):
     assert p.returncode == 143, (p.returncode, err[-3000:])
     assert stopped_after < 45, stopped_after
     deadline = time.time() + 30  # the ephemeral Prefect server was asked to stop by the exit handlers
-    while time.time() < deadline and any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers
-                                         if psutil.pid_exists(w.pid)):
+    while _alive(workers) and time.time() < deadline:
         time.sleep(1)
-    left = []
-    for w in workers:
-        try:
-            if w.is_running() and w.status() != psutil.STATUS_ZOMBIE:
-                left.append(" ".join(w.cmdline())[:160])
-        except (psutil.NoSuchProcess, psutil.ZombieProcess):
-            pass
-    assert not left, left
+    assert not _alive(workers), _alive(workers)
     runs = _runs(db)
     assert not [r for r in runs if r[2] == "RUNNING"], runs  # the parent ended itself (FAILED)
     assert not [r for r in runs if r[2] == "FINISHED"], runs
