@@ -92,8 +92,6 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from flows.run import run_command
-
     def report(out: dict) -> None:
         if out.get("up_to_date"):
             print("up to date: same config, raw data and code as the finished run below; nothing was run "
@@ -103,6 +101,17 @@ def _cmd_run(args) -> int:
               f"(parent run {out.get('parent_run_id')}; {_where_to_open(str(out.get('tracking_uri', '')), out)})")
         if out.get("failed"):
             print(f"{len(out['failed'])} cell(s) failed: {out['failed'][:5]}", file=sys.stderr)
+    if not getattr(args, "force", False):
+        # a config parsed before with the same bytes and code: the up-to-date check without parsing it again
+        # (parsing imports scikit-learn through the kind modules) — flows.fastcheck's receipts
+        from flows.fastcheck import up_to_date_from_receipt
+
+        done = up_to_date_from_receipt(args.config, getattr(args, "quick", False), args.results_dir)
+        if done is not None:
+            report(done)
+            return 0
+    from flows.run import run_command
+
     # the config checks and the up-to-date check run before Prefect is imported (flows.run.run_command)
     return run_command(args.config, report, quick=getattr(args, "quick", False), force=getattr(args, "force", False),
                        results_dir=args.results_dir, processed_dir=args.processed_dir)
@@ -460,16 +469,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from flows import errors
-
-    errors.VERBOSE = bool(args.verbose)
+    # flows.errors reads FAIRMISS_VERBOSE when imported (it imports the config and dataset stack, which an
+    # up-to-date run never needs); a module imported before is told directly
+    before = os.environ.get("FAIRMISS_VERBOSE")
+    if args.verbose:
+        os.environ["FAIRMISS_VERBOSE"] = "1"
+    if "flows.errors" in sys.modules:
+        sys.modules["flows.errors"].VERBOSE = bool(args.verbose or before)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # library warnings (scikit-learn, pandas via fairlearn, …) go to the `py.warnings` logger: shown with -v,
     # kept off the console otherwise (flows.errors._QuietFlowErrors)
     logging.captureWarnings(True)
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    finally:  # main() called in-process (tests, notebooks): -v ends with the call
+        if args.verbose and before is None:
+            os.environ.pop("FAIRMISS_VERBOSE", None)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -77,7 +78,7 @@ _FS_PROBLEM = {errno.EACCES: "permission denied", errno.EPERM: "operation not pe
 
 #: set by ``main`` from ``-v``: user errors then also print their traceback, and Prefect's own error
 #: logging of a failed flow/task stays on the console
-VERBOSE = False
+VERBOSE = bool(os.environ.get("FAIRMISS_VERBOSE"))  # fairmiss -v (flows.cli.main)
 
 
 def user_error_message(exc: BaseException) -> tuple[str, int] | None:

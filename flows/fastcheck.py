@@ -30,7 +30,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-__all__ = ["UNKNOWN", "finished_results", "run_fingerprint", "up_to_date_fast", "sqlite_path"]
+__all__ = ["UNKNOWN", "finished_results", "run_fingerprint", "up_to_date_fast", "sqlite_path", "receipt_key",
+           "write_receipt", "up_to_date_from_receipt", "receipts_dir"]
 
 #: "cannot tell without MLflow" (a non-SQLite store, or no ``summary.txt``): use the MLflow-based check
 UNKNOWN = "unknown"
@@ -53,7 +54,11 @@ def run_fingerprint(cfg) -> str:
 def tracking_uri(cfg) -> str:
     """The store the flow would use: the config's ``tracking.uri``, else ``MLFLOW_TRACKING_URI``, else the
     local default (as :class:`fairmiss.tracking.Tracker`)."""
-    return cfg.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI") or _DEFAULT_URI
+    return _uri(cfg.tracking.uri)
+
+
+def _uri(config_uri: str | None) -> str:
+    return config_uri or os.environ.get("MLFLOW_TRACKING_URI") or _DEFAULT_URI
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -98,12 +103,15 @@ def finished_results(cfg, results_dir: str | Path = "results") -> dict | None:
     """``results/<experiment>/metrics.json`` when it was written for this config (same config hash), no cell
     failed and ``report.html`` exists beside it — the results half of the up-to-date rule, shared by
     :func:`up_to_date_fast` and :func:`flows.experiment.up_to_date`; ``None`` otherwise."""
-    out_dir = Path(results_dir) / cfg.experiment
+    return _finished(Path(results_dir) / cfg.experiment, cfg.config_hash)
+
+
+def _finished(out_dir: Path, config_hash: str) -> dict | None:
     try:
         metrics = json.loads((out_dir / "metrics.json").read_text())
     except (OSError, ValueError):
         return None
-    if (metrics.get("config_hash") != cfg.config_hash or metrics.get("n_failed") != 0
+    if (metrics.get("config_hash") != config_hash or metrics.get("n_failed") != 0
             or not (out_dir / "report.html").exists()):
         return None
     return metrics
@@ -112,11 +120,18 @@ def finished_results(cfg, results_dir: str | Path = "results") -> dict | None:
 def up_to_date_fast(cfg, results_dir: str | Path = "results") -> dict | str | None:
     """The finished run a re-run would only repeat (the dict of :func:`flows.experiment.up_to_date`),
     ``None`` when there is none, or :data:`UNKNOWN` when only MLflow can tell (a non-SQLite store)."""
-    out_dir = Path(results_dir) / cfg.experiment
-    metrics = finished_results(cfg, results_dir)
+    return _answer(Path(results_dir) / cfg.experiment, cfg.config_hash, cfg.tracking.uri,
+                   cfg.tracking.experiment_name or cfg.experiment, lambda: run_fingerprint(cfg))
+
+
+def _answer(out_dir: Path, config_hash: str, config_uri: str | None, experiment_name: str,
+            fingerprint) -> dict | str | None:
+    """:func:`up_to_date_fast` from the plain values it needs (``fingerprint``: a callable, evaluated only once
+    the results half holds)."""
+    metrics = _finished(out_dir, config_hash)
     if metrics is None:
         return None
-    uri = tracking_uri(cfg)
+    uri = _uri(config_uri)
     db = sqlite_path(uri)
     if db is None:
         return UNKNOWN
@@ -125,10 +140,145 @@ def up_to_date_fast(cfg, results_dir: str | Path = "results") -> dict | str | No
     except OSError:
         return UNKNOWN
     try:
-        row = newest_finished_parent(db, cfg.tracking.experiment_name or cfg.experiment, run_fingerprint(cfg))
+        row = newest_finished_parent(db, experiment_name, fingerprint())
     except sqlite3.Error:
         return UNKNOWN  # locked beyond the timeout, an unexpected schema: MLflow decides
     if row is None or row[1] != metrics.get("data_hash") or row[2] != "0":
         return None
     return {"metrics": metrics, "table": table[:-1] if table.endswith("\n") else table, "parent_run_id": row[0],
             "tracking_uri": uri, "results_dir": str(out_dir), "failed": [], "skipped": True, "up_to_date": True}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Receipts: the up-to-date check before the config is even parsed
+#
+# Parsing a config imports every kind module (the discriminated unions need them all), and the kind modules
+# define scikit-learn estimators at import: ~2.4 s before the check above can start. A receipt records what
+# parsing gave — experiment, config hash, tracking settings, run fingerprint — under a key that hashes every
+# input that decides those values: the config file's path and bytes, ``--quick``, the code version (the sources of
+# fairmiss / flows / tasks and the numerical packages' versions, :func:`fairmiss.codeversion.code_version`)
+# and the installed fairmiss plugins (entry points). Same key, same parse: the receipt is a cache of a pure
+# function, and a stale one cannot exist (any change of those inputs changes the key). What the receipt
+# cannot vouch for is left to the full path: configs of own data (the file's checksum enters the
+# fingerprint), of deployed models (``mlflow_model``: another store) and with ``execution.resume: false``
+# (no up-to-date check at all) get no receipt. The results files and the store are read afresh each time
+# (:func:`_answer`), exactly as by :func:`up_to_date_fast`.
+# ---------------------------------------------------------------------------------------------------------
+
+_RECEIPT_VERSION = "fairmiss-receipt-1"
+
+
+def receipts_dir() -> Path:
+    """``$FAIRMISS_CACHE_DIR/receipts``, else ``$XDG_CACHE_HOME/fairmiss/receipts``, else
+    ``~/.cache/fairmiss/receipts``."""
+    base = os.environ.get("FAIRMISS_CACHE_DIR")
+    if not base:
+        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                            "fairmiss")
+    return Path(base) / "receipts"
+
+
+def _plugins() -> list[list[str]]:
+    """Every installed entry point of a ``fairmiss.*`` group (name, value, distribution and its version)."""
+    from importlib.metadata import entry_points
+
+    eps = entry_points()
+    if isinstance(eps, dict):  # Python < 3.10: {group: [entry points]}
+        eps = [ep for group in eps.values() for ep in group]
+    out = []
+    for ep in eps:
+        if ep.group.startswith("fairmiss"):
+            dist = getattr(ep, "dist", None)
+            out.append([ep.group, ep.name, ep.value, getattr(dist, "name", "") or "",
+                        getattr(dist, "version", "") or ""])
+    return sorted(out)
+
+
+def receipt_key(config_path: str | Path, quick: bool) -> str | None:
+    """The key of a config file's receipt, or ``None`` when the file cannot be read."""
+    import hashlib
+
+    from fairmiss.codeversion import code_version
+
+    try:
+        blob = Path(config_path).read_bytes()
+    except OSError:
+        return None
+    h = hashlib.sha256()
+    for part in (_RECEIPT_VERSION, str(Path(config_path).resolve()), "quick" if quick else "full", code_version(),
+                 json.dumps(_plugins())):
+        h.update(part.encode() + b"\0")
+    h.update(blob)
+    return h.hexdigest()
+
+
+def write_receipt(cfg, config_path: str | Path, quick: bool) -> Path | None:
+    """Record what parsing ``config_path`` gave (called by :func:`flows.run.prepare_run` after a successful
+    parse). Not for own data, deployed models or ``resume: false``; a cache: an unwritable directory only
+    means no receipt (``None``)."""
+    if (getattr(cfg, "dataset", None) is None or cfg.dataset.file is not None or not cfg.execution.resume
+            or any(getattr(ln, "kind", None) == "mlflow_model" for ln in cfg.learners)):
+        return None
+    key = receipt_key(config_path, quick)
+    if key is None:
+        return None
+    from fairmiss.datasets import get_variant
+
+    body = {"experiment": cfg.experiment, "config_hash": cfg.config_hash, "tracking_uri": cfg.tracking.uri,
+            "experiment_name": cfg.tracking.experiment_name or cfg.experiment,
+            "fingerprint": run_fingerprint(cfg),
+            "raw": [[rf.filename, rf.sha256] for rf in get_variant(cfg.dataset.name).raw_files]}
+    try:
+        from fairmiss.io import atomic_write_json
+
+        return atomic_write_json(receipts_dir() / f"{key}.json", body)
+    except OSError:
+        return None
+
+
+def up_to_date_from_receipt(config_path: str | Path, quick: bool = False, results_dir: str | Path = "results",
+                            raw_dir: str | Path | None = None) -> dict | None:
+    """:func:`up_to_date_fast`'s answer for a config file whose receipt exists, without parsing the config;
+    ``None`` when there is no receipt, when its raw files are not all present with their declared checksums
+    (the full path's preflight then names the problem), or when it does not answer "up to date" — in each case
+    the full path decides."""
+    from fairmiss.io import check_name
+
+    key = receipt_key(config_path, quick)
+    if key is None:
+        return None
+    try:
+        r = json.loads((receipts_dir() / f"{key}.json").read_text())
+        experiment, config_hash, fp = str(r["experiment"]), str(r["config_hash"]), str(r["fingerprint"])
+        uri, name = r.get("tracking_uri"), str(r["experiment_name"])
+        raw = [(str(f), s) for f, s in r["raw"]]
+        check_name(experiment, "experiment")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not _raw_files_verified(raw, raw_dir):
+        return None
+    done = _answer(Path(results_dir) / experiment, config_hash, uri, name, lambda: fp)
+    return done if isinstance(done, dict) else None
+
+
+def _raw_files_verified(raw: list[tuple[str, str | None]], raw_dir: str | Path | None) -> bool:
+    """Every raw file is a regular file with its declared checksum, in the raw directory or else in the mirror:
+    the case where :func:`fairmiss.datasets.acquire.preflight` passes without downloading. Anything else
+    (no checksum declared, missing, corrupt, a directory) is left to the full path, which raises its error.
+    (Directories as in ``fairmiss.datasets.acquire``: importing it imports the dataset registry.)"""
+    from fairmiss.io import sha256_file
+
+    base = Path(raw_dir) if raw_dir is not None else Path(os.environ.get("FAIRMISS_RAW_DIR", "data/raw"))
+    mirror = os.environ.get("FAIRMISS_DATA_MIRROR")
+    for filename, sha in raw:
+        if sha is None:
+            return False
+        path = base / filename
+        if not (path.exists() or path.is_symlink()):
+            path = Path(mirror) / filename if mirror else None
+        try:
+            if path is None or not path.is_file() or sha256_file(path) != sha:
+                return False
+        except OSError:
+            return False
+    return True

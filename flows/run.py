@@ -49,6 +49,10 @@ def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = F
         for ln in models:
             load_logged_model(ln.model_uri, ln.tracking_uri)
     # grid experiments only (the studies with their own flow have no up-to-date check)
+    if isinstance(cfg, ExperimentConfig):
+        from flows.fastcheck import write_receipt
+
+        write_receipt(cfg, config_path, quick)  # the next up-to-date check needs no parse (flows.cli)
     if isinstance(cfg, ExperimentConfig) and not force and cfg.execution.resume:
         from flows.fastcheck import up_to_date_fast
 

@@ -7,11 +7,13 @@ real files were checked.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +28,9 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")
 os.environ["FAIRMISS_PREFECT_SERVER"] = "ephemeral"  # no test leaves a background Prefect server (flows.server)
+# receipts of the up-to-date check (flows.fastcheck) go to a directory of this test session, not ~/.cache
+os.environ["FAIRMISS_CACHE_DIR"] = tempfile.mkdtemp(prefix="fairmiss-test-cache-")
+atexit.register(shutil.rmtree, os.environ["FAIRMISS_CACHE_DIR"], True)
 if "FAIRMISS_DATA_MIRROR" not in os.environ and (ROOT.parent / "shared" / "data" / "raw").is_dir():
     os.environ["FAIRMISS_DATA_MIRROR"] = str(ROOT.parent / "shared" / "data" / "raw")
 

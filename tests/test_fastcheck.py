@@ -4,10 +4,12 @@ on a real finished run and on every way of not being up to date, without importi
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -162,3 +164,109 @@ def test_run_any_answers_up_to_date_without_prefect(finished):
     assert "up to date: same config, raw data and code" in r.stdout and "--force" in r.stdout
     assert out["parent_run_id"] in r.stdout
     assert "LOADED [] 0" in r.stdout
+
+
+# --- receipts: the up-to-date answer before the config is parsed (flows.fastcheck.up_to_date_from_receipt) ---
+
+
+def _receipt_case(finished, dest, monkeypatch, **over):
+    """A copy of the finished run, its config file and a receipt directory of its own; the receipt is written
+    by the full path (:func:`flows.run.prepare_run`), whose up-to-date answer is returned."""
+    from flows.run import prepare_run
+
+    monkeypatch.setenv("FAIRMISS_CACHE_DIR", str(dest / "cache"))
+    c, results = _copy(finished, dest, **over)
+    path = dest / "cfg.yaml"
+    _, done = prepare_run(path, results_dir=str(results), processed_dir=str(dest / "processed"))
+    return c, path, results, done
+
+
+def test_receipt_gives_the_full_paths_answer(finished, tmp_path, monkeypatch):
+    from flows.fastcheck import receipts_dir, up_to_date_from_receipt
+
+    c, path, results, done = _receipt_case(finished, tmp_path / "a", monkeypatch)
+    assert done is not None and done["parent_run_id"] == finished[2]["parent_run_id"]
+    assert len(list(receipts_dir().glob("*.json"))) == 1
+    assert up_to_date_from_receipt(path, False, results) == done == up_to_date_mlflow(c, results)
+    # the results or the store change after the receipt was written: read afresh, the full path decides
+    (results / "compas_small" / "report.html").unlink()
+    assert up_to_date_from_receipt(path, False, results) is None
+    assert up_to_date_fast(c, results) is None
+
+
+def test_receipt_key_changes_with_every_input(finished, tmp_path, monkeypatch):
+    """Bytes, path, --quick, code version and plugins each change the key: an edited config (even a comment) or
+    changed code is parsed again, never answered from an old receipt."""
+    import fairmiss.codeversion as cv
+    import flows.fastcheck as fc
+
+    _, path, results, done = _receipt_case(finished, tmp_path / "a", monkeypatch)
+    key = fc.receipt_key(path, False)
+    assert fc.receipt_key(path, False) == key and fc.receipt_key(path, True) != key
+    other = tmp_path / "a" / "same_bytes.yaml"
+    other.write_bytes(path.read_bytes())
+    assert fc.receipt_key(other, False) != key
+    assert fc.up_to_date_from_receipt(other, False, results) is None  # no receipt for that file yet
+    path.write_text(path.read_text() + "# a comment\n")
+    assert fc.receipt_key(path, False) != key and fc.up_to_date_from_receipt(path, False, results) is None
+    path.write_text(path.read_text()[: -len("# a comment\n")])
+    assert fc.up_to_date_from_receipt(path, False, results) == done
+    monkeypatch.setattr(cv, "code_version", lambda: "src-0000000000000000")
+    assert fc.receipt_key(path, False) != key and fc.up_to_date_from_receipt(path, False, results) is None
+    monkeypatch.undo()
+    monkeypatch.setenv("FAIRMISS_CACHE_DIR", str(tmp_path / "a" / "cache"))
+    monkeypatch.setattr(fc, "_plugins", lambda: [["fairmiss.learners", "mine", "my_pkg.learners", "my-pkg", "1"]])
+    assert fc.receipt_key(path, False) != key and fc.up_to_date_from_receipt(path, False, results) is None
+
+
+def test_receipt_needs_verified_raw_files(finished, tmp_path, monkeypatch):
+    """A corrupt or missing raw file: no answer from the receipt, so the full path's preflight names it."""
+    from flows.fastcheck import up_to_date_from_receipt
+
+    _, path, results, done = _receipt_case(finished, tmp_path / "a", monkeypatch)
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    mirror = Path(os.environ["FAIRMISS_DATA_MIRROR"])
+    monkeypatch.setenv("FAIRMISS_DATA_MIRROR", str(tmp_path / "empty_mirror"))
+    assert up_to_date_from_receipt(path, False, results, raw_dir=raw) is None  # nowhere
+    for f in mirror.glob("compas*"):
+        (raw / f.name).write_bytes(f.read_bytes())
+    monkeypatch.delenv("FAIRMISS_DATA_MIRROR")
+    got = up_to_date_from_receipt(path, False, results, raw_dir=raw)
+    assert got == done
+    victim = next(raw.glob("compas*"))
+    victim.write_bytes(victim.read_bytes()[:-1])
+    assert up_to_date_from_receipt(path, False, results, raw_dir=raw) is None
+
+
+def test_no_receipt_without_resume_and_a_broken_receipt_is_ignored(finished, tmp_path, monkeypatch):
+    from flows.fastcheck import receipt_key, receipts_dir, up_to_date_from_receipt
+
+    _, path, results, _ = _receipt_case(finished, tmp_path / "a", monkeypatch,
+                                        execution={"max_workers": 2, "resume": False})
+    assert not receipts_dir().exists() or not list(receipts_dir().glob("*.json"))
+    _, path, results, done = _receipt_case(finished, tmp_path / "b", monkeypatch)
+    (receipts_dir() / f"{receipt_key(path, False)}.json").write_text("{not json")
+    assert up_to_date_from_receipt(path, False, results) is None
+    (receipts_dir() / f"{receipt_key(path, False)}.json").write_text(json.dumps({"experiment": "../x"}))
+    assert up_to_date_from_receipt(path, False, results) is None
+
+
+def test_cli_answers_from_the_receipt_without_the_heavy_stack(finished, tmp_path):
+    """The second `fairmiss run` of an up-to-date config prints what the first printed and imports neither
+    scikit-learn, pandas, pydantic, MLflow nor Prefect."""
+    tmp, cfg, out = finished
+    code = ("import sys\nfrom flows.cli import main\n"
+            f"rc = main(['run', {str(cfg)!r}, '--results-dir', {str(tmp / 'results')!r}, '--processed-dir', "
+            f"{str(tmp / 'processed')!r}])\n"
+            "print('LOADED', sorted(m for m in ('sklearn', 'pandas', 'pydantic', 'mlflow', 'prefect', 'scipy') "
+            "if m in sys.modules), rc)")
+    env = {**os.environ, "FAIRMISS_CACHE_DIR": str(tmp_path / "cache")}
+    first = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                           env=env)
+    second = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env=env)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr[-3000:] + second.stderr[-3000:]
+    assert "up to date: same config" in first.stdout and out["parent_run_id"] in first.stdout
+    assert "LOADED [] 0" in second.stdout and "'sklearn'" in first.stdout.splitlines()[-1]
+    assert first.stdout.splitlines()[:-1] == second.stdout.splitlines()[:-1]
