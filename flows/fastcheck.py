@@ -169,13 +169,11 @@ _RECEIPT_VERSION = "fairmiss-receipt-1"
 
 
 def receipts_dir() -> Path:
-    """``$FAIRMISS_CACHE_DIR/receipts``, else ``$XDG_CACHE_HOME/fairmiss/receipts``, else
-    ``~/.cache/fairmiss/receipts``."""
-    base = os.environ.get("FAIRMISS_CACHE_DIR")
-    if not base:
-        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                            "fairmiss")
-    return Path(base) / "receipts"
+    """``receipts/`` in fairmiss's cache directory (:func:`fairmiss.io.cache_dir`: ``$FAIRMISS_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/fairmiss``, else ``~/.cache/fairmiss``)."""
+    from fairmiss.io import cache_dir
+
+    return cache_dir() / "receipts"
 
 
 def _plugins() -> list[list[str]]:

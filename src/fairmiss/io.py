@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash", "check_name",
+__all__ = ["cache_dir", "atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash", "check_name",
            "safe_child", "SAFE_NAME", "SAFE_LABEL"]
 
 #: names that become one path component (experiment, tracking experiment, study, report, deployment):
@@ -75,6 +75,16 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def cache_dir() -> Path:
+    """fairmiss's cache of derived, re-creatable files (up-to-date receipts, the empty MLflow store template):
+    ``$FAIRMISS_CACHE_DIR``, else ``$XDG_CACHE_HOME/fairmiss``, else ``~/.cache/fairmiss``. Deleting it only
+    costs time."""
+    base = os.environ.get("FAIRMISS_CACHE_DIR")
+    if base:
+        return Path(base)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fairmiss"
 
 
 @contextlib.contextmanager
