@@ -106,7 +106,8 @@ def _cmd_run(args) -> int:
         # (parsing imports scikit-learn through the kind modules) — flows.fastcheck's receipts
         from flows.fastcheck import up_to_date_from_receipt
 
-        done = up_to_date_from_receipt(args.config, getattr(args, "quick", False), args.results_dir)
+        done = up_to_date_from_receipt(args.config, getattr(args, "quick", False), args.results_dir,
+                                       processed_dir=args.processed_dir)
         if done is not None:
             report(done)
             return 0

@@ -52,15 +52,12 @@ def check_all_failed(experiment: str, results) -> None:
 def check_output_dir(path: str | Path, what: str) -> Path:
     """An output root (``--results-dir``, ``--processed-dir``) must be a directory if it exists: checked
     before the flow starts, so that the error is one line naming the option."""
-    from fairmiss.config import ConfigError
+    from fairmiss.io import output_dir_problem
 
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise ConfigError(f"{p}: {what} is not a directory")
-    parent = next((q for q in p.absolute().parents if q.exists()), None)
-    if not p.exists() and parent is not None and not parent.is_dir():
-        raise ConfigError(f"{p}: {what}: {parent} is a file, not a directory")
-    return p
+    problem = output_dir_problem(path, what)
+    if problem is not None:
+        raise ConfigError(problem)
+    return Path(path)
 
 
 USER_ERRORS = (ConfigError, DatasetError, ChecksumError, RawDataMissingError, RawPathError, DataValidationError,

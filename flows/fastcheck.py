@@ -235,12 +235,15 @@ def write_receipt(cfg, config_path: str | Path, quick: bool) -> Path | None:
 
 
 def up_to_date_from_receipt(config_path: str | Path, quick: bool = False, results_dir: str | Path = "results",
-                            raw_dir: str | Path | None = None) -> dict | None:
+                            raw_dir: str | Path | None = None, processed_dir: str | Path = "processed") -> dict | None:
     """:func:`up_to_date_fast`'s answer for a config file whose receipt exists, without parsing the config;
-    ``None`` when there is no receipt, when its raw files are not all present with their declared checksums
-    (the full path's preflight then names the problem), or when it does not answer "up to date" — in each case
-    the full path decides."""
-    from fairmiss.io import check_name
+    ``None`` when there is no receipt, when an output directory or a raw file would fail the full path's checks
+    (which then name the problem), or when it does not answer "up to date" — in each case the full path
+    decides."""
+    from fairmiss.io import check_name, output_dir_problem
+
+    if output_dir_problem(results_dir, "--results-dir") or output_dir_problem(processed_dir, "--processed-dir"):
+        return None
 
     key = receipt_key(config_path, quick)
     if key is None:

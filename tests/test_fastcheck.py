@@ -270,3 +270,19 @@ def test_cli_answers_from_the_receipt_without_the_heavy_stack(finished, tmp_path
     assert "up to date: same config" in first.stdout and out["parent_run_id"] in first.stdout
     assert "LOADED [] 0" in second.stdout and "'sklearn'" in first.stdout.splitlines()[-1]
     assert first.stdout.splitlines()[:-1] == second.stdout.splitlines()[:-1]
+
+
+def test_receipt_leaves_bad_output_dirs_to_the_full_path(finished, tmp_path, monkeypatch):
+    """An up-to-date config with --processed-dir (or --results-dir) that is a file: no answer from the receipt,
+    so the command fails with the full path's one-line error, as without receipts."""
+    from flows.fastcheck import up_to_date_from_receipt
+    from flows.run import prepare_run
+
+    _, path, results, done = _receipt_case(finished, tmp_path / "a", monkeypatch)
+    assert up_to_date_from_receipt(path, False, results, processed_dir=tmp_path / "a" / "processed") == done
+    bad = tmp_path / "a" / "a_file"
+    bad.write_text("x")
+    assert up_to_date_from_receipt(path, False, results, processed_dir=bad) is None
+    assert up_to_date_from_receipt(path, False, bad / "sub", processed_dir=tmp_path / "p") is None
+    with pytest.raises(Exception, match="--processed-dir is not a directory"):
+        prepare_run(path, results_dir=str(results), processed_dir=str(bad))

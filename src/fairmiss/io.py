@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["cache_dir", "atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash", "check_name",
+__all__ = ["output_dir_problem", "cache_dir", "atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash", "check_name",
            "safe_child", "SAFE_NAME", "SAFE_LABEL"]
 
 #: names that become one path component (experiment, tracking experiment, study, report, deployment):
@@ -75,6 +75,19 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def output_dir_problem(path: str | os.PathLike, what: str) -> str | None:
+    """Why ``path`` cannot be an output root (``--results-dir``, ``--processed-dir``), or ``None``: it must be a
+    directory if it exists, and its nearest existing ancestor must be a directory (``flows.errors.check_output_dir``
+    raises the message as a ConfigError; the up-to-date receipts only answer when there is none)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return f"{p}: {what} is not a directory"
+    parent = next((q for q in p.absolute().parents if q.exists()), None)
+    if not p.exists() and parent is not None and not parent.is_dir():
+        return f"{p}: {what}: {parent} is a file, not a directory"
+    return None
 
 
 def cache_dir() -> Path:
