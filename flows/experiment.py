@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -300,40 +302,40 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
         try:
             _collect_cells(cfg, cells, done, futures, tracker, writer, parent, tags, keys, data, groups, source,
                            X_example, progress, results, log)
-            if writer is not None:
-                writer.close()  # every child run written (FINISHED/FAILED) before the parent ends
         except BaseException:
             if writer is not None:
                 writer.abort()
             raise
         progress.close()
-        check_all_failed(cfg.experiment, results)  # no metrics.json for a run with nothing in it
-        summary = pipeline.summarise(results)
-        failed = [r.key for r in results if r.status != "ok"]
-        metrics = {"experiment": cfg.experiment, "dataset": data.dataset, "data_hash": data.data_hash,
-                   "config_hash": cfg.config_hash, "fairness_metric": cfg.fairness_metric, "groups": groups,
-                   "n_cells": len(cells), "n_failed": len(failed), "summary": summary}
-        atomic_write_json(out_dir / "metrics.json", metrics)
-        # compact DVC metrics and plot data (dvc.yaml declares them; metrics.json stays the full record)
-        atomic_write_json(out_dir / "headline.json", pipeline.headline(summary, cfg.fairness_metric))
-        atomic_write_text(out_dir / "tradeoff.csv", pipeline.tradeoff_table(summary, cfg.fairness_metric)
-                          .to_csv(index=False, float_format="%.10g"))
-        cells_df = pipeline.cells_table(results)
-        atomic_write_text(out_dir / "cells.csv", cells_df.to_csv(index=False))
-        from fairmiss.studies.p000_claims import claims_for_dataset
-
-        claims = claims_for_dataset(cells_df, data.dataset)  # paper 000 Figure 2 runs: B1–B5 decided
-        if claims is not None:
-            atomic_write_text(out_dir / "claims_000.csv", claims.to_csv(index=False))
-        from fairmiss.studies.feng2023_claims import cells_frame, feng2023_claims
-
-        feng = feng2023_claims(cells_frame(results), cfg.learners, cfg.missingness, cfg.fairness_metric)
-        if feng is not None:  # runs with adapted interventions (issue Q): Feng et al.'s claims decided
-            if _synthetic(data.dataset):
-                feng["statement"] = "[SYNTHETIC stand-in, not real data] " + feng["statement"]
-            atomic_write_text(out_dir / "claims_feng2023.csv", feng.to_csv(index=False))
-        table = pipeline.format_table(summary, cfg.fairness_metric)
-        atomic_write_text(out_dir / "summary.txt", table + "\n")
+        # The results, tables, figures and report are written into a staging directory while the writer
+        # process still writes the last child runs (issue P: the report's ~3 s of matplotlib no longer wait
+        # for the writer's backlog, nor the writer for them), and published into out_dir only once every
+        # child run is written: a store failure leaves out_dir as it was, as before.
+        stage = staged = None
+        try:
+            try:
+                if not results or any(r.status == "ok" for r in results):  # else check_all_failed raises below
+                    stage = _new_stage(out_dir)
+                    staged = _write_outputs(stage, cfg, results, data, groups, cells)
+            except BaseException as exc:
+                if writer is not None:
+                    # an error in the outputs: every computed cell is still written (a resume reuses them), as
+                    # when the outputs came after close(); KeyboardInterrupt / SIGTERM: abort()'s grace period
+                    writer.abort(timeout=None if isinstance(exc, Exception) else 10.0)
+                raise
+            if writer is not None:
+                try:
+                    writer.close()  # every child run written (FINISHED/FAILED) before the parent ends
+                except BaseException:
+                    writer.abort()
+                    raise
+            check_all_failed(cfg.experiment, results)  # no metrics.json for a run with nothing in it
+            published = _publish(stage, out_dir, staged["files"])
+        finally:
+            if stage is not None:
+                shutil.rmtree(stage, ignore_errors=True)
+        summary, failed, metrics, table = staged["summary"], staged["failed"], staged["metrics"], staged["table"]
+        cells_df, claims, feng = staged["cells_df"], staged["claims"], staged["feng"]
         # for comparing in the MLflow UI: the summary (headline metrics first) and every cell as tables
         tracker.log_table(parent, summary_frame(summary, cfg.fairness_metric), "summary_table.json")
         tracker.log_table(parent, cells_df.assign(method=[r.method for r in results])[["method", *cells_df.columns]],
@@ -349,24 +351,18 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
         # docs/reliability.md; logged to MLflow only — metrics.json stays deterministic
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         tracker.log_metrics(parent, {**flat, "n_failed": len(failed), "peak_rss_mb": peak_mb})
-        from fairmiss.reporting.html import tradeoff_report
-
-        for path in tradeoff_report(results, cfg.fairness_metric, out_dir, title=cfg.experiment).values():
-            tracker.log_artifact(parent, path, "report")
-        from fairmiss.reporting.html import html_report, write_cell_metrics
-
-        tracker.log_artifact(parent, write_cell_metrics(results, out_dir))
-        report = html_report(out_dir, title=cfg.experiment, fairness_metric=cfg.fairness_metric,
-                             references=cfg.references, description=cfg.description)
-        tracker.log_artifact(parent, report, "report")
-        for path in sorted(out_dir.glob("groups_*.png")):
-            tracker.log_artifact(parent, path, "report")
-        tracker.log_artifact(parent, out_dir / "metrics.json")
-        tracker.log_artifact(parent, out_dir / "cells.csv")
+        for name in staged["tradeoff_files"]:
+            tracker.log_artifact(parent, published[name], "report")
+        tracker.log_artifact(parent, published["cell_metrics.csv"])
+        tracker.log_artifact(parent, published["report.html"], "report")
+        for name in sorted(n for n in published if n.startswith("groups_") and n.endswith(".png")):
+            tracker.log_artifact(parent, published[name], "report")
+        tracker.log_artifact(parent, published["metrics.json"])
+        tracker.log_artifact(parent, published["cells.csv"])
         if claims is not None:
-            tracker.log_artifact(parent, out_dir / "claims_000.csv")
+            tracker.log_artifact(parent, published["claims_000.csv"])
         if feng is not None:
-            tracker.log_artifact(parent, out_dir / "claims_feng2023.csv")
+            tracker.log_artifact(parent, published["claims_feng2023.csv"])
         if warned.counts:
             tracker.log_text(parent, warned.text(), "warnings.txt")
         tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results),
@@ -374,6 +370,77 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
     log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
     return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
             "experiment_id": tracker.experiment_id, "results_dir": str(out_dir), "failed": failed}
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _new_stage(out_dir: Path) -> Path:
+    """A fresh staging directory beside ``out_dir`` (same file system, so publishing is a rename), named with
+    this process's id; those left by a process that no longer runs (SIGKILL while staging) are removed."""
+    from fairmiss.tracking import _pid_alive
+
+    parent = _mkdir(out_dir.parent)
+    for old in parent.glob(f".{out_dir.name}.staging-*"):
+        pid = old.name.rsplit(".staging-", 1)[1].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-{os.getpid()}-", dir=parent))
+
+
+def _write_outputs(stage: Path, cfg, results, data, groups, cells) -> dict:
+    """Every file of a run's results directory, written into ``stage`` (pure: no tracking store). Returns the
+    values the parent run logs and ``files``, the names written."""
+    summary = pipeline.summarise(results)
+    failed = [r.key for r in results if r.status != "ok"]
+    metrics = {"experiment": cfg.experiment, "dataset": data.dataset, "data_hash": data.data_hash,
+               "config_hash": cfg.config_hash, "fairness_metric": cfg.fairness_metric, "groups": groups,
+               "n_cells": len(cells), "n_failed": len(failed), "summary": summary}
+    atomic_write_json(stage / "metrics.json", metrics)
+    # compact DVC metrics and plot data (dvc.yaml declares them; metrics.json stays the full record)
+    atomic_write_json(stage / "headline.json", pipeline.headline(summary, cfg.fairness_metric))
+    atomic_write_text(stage / "tradeoff.csv", pipeline.tradeoff_table(summary, cfg.fairness_metric)
+                      .to_csv(index=False, float_format="%.10g"))
+    cells_df = pipeline.cells_table(results)
+    atomic_write_text(stage / "cells.csv", cells_df.to_csv(index=False))
+    from fairmiss.studies.p000_claims import claims_for_dataset
+
+    claims = claims_for_dataset(cells_df, data.dataset)  # paper 000 Figure 2 runs: B1–B5 decided
+    if claims is not None:
+        atomic_write_text(stage / "claims_000.csv", claims.to_csv(index=False))
+    from fairmiss.studies.feng2023_claims import cells_frame, feng2023_claims
+
+    feng = feng2023_claims(cells_frame(results), cfg.learners, cfg.missingness, cfg.fairness_metric)
+    if feng is not None:  # runs with adapted interventions (issue Q): Feng et al.'s claims decided
+        if _synthetic(data.dataset):
+            feng["statement"] = "[SYNTHETIC stand-in, not real data] " + feng["statement"]
+        atomic_write_text(stage / "claims_feng2023.csv", feng.to_csv(index=False))
+    table = pipeline.format_table(summary, cfg.fairness_metric)
+    atomic_write_text(stage / "summary.txt", table + "\n")
+    from fairmiss.reporting.html import html_report, tradeoff_report, write_cell_metrics
+
+    tradeoff_files = [Path(p).name for p in tradeoff_report(results, cfg.fairness_metric, stage,
+                                                             title=cfg.experiment).values()]
+    write_cell_metrics(results, stage)
+    html_report(stage, title=cfg.experiment, fairness_metric=cfg.fairness_metric, references=cfg.references,
+                description=cfg.description)
+    return {"summary": summary, "failed": failed, "metrics": metrics, "table": table, "cells_df": cells_df,
+            "claims": claims, "feng": feng, "tradeoff_files": tradeoff_files,
+            "files": sorted(p.name for p in stage.iterdir() if p.is_file() and not p.name.startswith("."))}
+
+
+def _publish(stage: Path, out_dir: Path, names: list[str]) -> dict[str, Path]:
+    """Move the staged files into ``out_dir`` (one rename each, same file system), ``metrics.json`` and
+    ``headline.json`` last: a reader that finds the new metrics finds the rest of the run beside them."""
+    _mkdir(out_dir)
+    last = ("headline.json", "metrics.json")
+    out = {}
+    for name in [n for n in names if n not in last] + [n for n in last if n in names]:
+        os.replace(stage / name, out_dir / name)
+        out[name] = out_dir / name
+    return out
 
 
 def _collect_cells(cfg, cells, done, futures, tracker, writer, parent, tags, keys, data, groups, source, X_example,

@@ -230,3 +230,55 @@ def test_first_finished_run_is_found_up_to_date(tmp_path):
     out = run_experiment(cfg, results_dir=str(tmp_path / "results"), processed_dir=str(tmp_path / "processed"))
     found = up_to_date(load_config(cfg), tmp_path / "results")
     assert found is not None and found["parent_run_id"] == out["parent_run_id"]
+
+
+def test_outputs_staged_and_a_failing_report_loses_no_cell(tmp_path, monkeypatch):
+    """Issue P: the results directory's files are written into a staging directory while the tracking
+    writer logs the last child runs, and published once every child run is written. An error while writing
+    them (here the HTML report, after the other files were staged) publishes nothing and leaves no staging
+    directory behind, while every computed cell is still FINISHED in the store: the re-run reuses them all,
+    logs none twice, and publishes the same files a run without the fault writes. A staging directory left
+    by a process that no longer runs (SIGKILL while staging) is removed."""
+    import sqlite3
+
+    import fairmiss.reporting.html as html
+
+    db = tmp_path / "mlruns" / "mlflow.db"
+    cfg = small_config(tmp_path, split={"test_size": 0.3, "n_splits": 2}, imputers=[{"kind": "mean"}],
+                       tracking={"uri": f"sqlite:///{db}", "log_models": False})
+    results = tmp_path / "results"
+    results.mkdir()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = results / f".compas_small.staging-{gone.pid}-x1"
+    stale.mkdir()
+    (stale / "metrics.json").write_text("{}")
+    alive = results / f".compas_small.staging-{os.getpid()}-x2"  # a live process's (this test's): kept
+    alive.mkdir()
+
+    def broken_report(*args, **kwargs):
+        raise RuntimeError("report failed (injected)")
+
+    monkeypatch.setattr(html, "html_report", broken_report)
+    with pytest.raises(Exception, match="report failed"):
+        run_experiment(cfg, results_dir=str(results), processed_dir=str(tmp_path / "processed"))
+    assert not (results / "compas_small").exists() or not any((results / "compas_small").iterdir())
+    assert sorted(p.name for p in results.iterdir()) == [alive.name]  # own staging removed, stale one swept
+
+    def cells():
+        with sqlite3.connect(db) as c:
+            return c.execute("select r.status, count(*) from runs r join tags t on t.run_uuid = r.run_uuid "
+                             "and t.key = 'cell.key' group by r.status").fetchall()
+
+    assert cells() == [("FINISHED", 2)]
+    monkeypatch.undo()
+    out = run_experiment(cfg, results_dir=str(results), processed_dir=str(tmp_path / "processed"))
+    assert out["failed"] == []
+    assert cells() == [("FINISHED", 2)]  # both reused, none logged twice
+    names = sorted(p.name for p in (results / "compas_small").iterdir())
+    assert {"metrics.json", "headline.json", "report.html", "cells.csv", "cell_metrics.csv"} <= set(names)
+    assert not [n for n in names if n.startswith(".")]
+    assert sorted(p.name for p in results.iterdir()) == sorted([alive.name, "compas_small"])
+    with sqlite3.connect(db) as c:
+        reused = c.execute("select value from tags where key = 'n_reused'").fetchall()
+    assert ("2",) in reused
