@@ -178,18 +178,17 @@ def receipts_dir() -> Path:
 
 def _plugins() -> list[list[str]]:
     """Every installed entry point of a ``fairmiss.*`` group (name, value, distribution and its version)."""
-    from importlib.metadata import entry_points
+    from importlib.metadata import distributions
 
-    eps = entry_points()
-    if isinstance(eps, dict):  # Python < 3.10: {group: [entry points]}
-        eps = [ep for group in eps.values() for ep in group]
-    out = []
-    for ep in eps:
-        if ep.group.startswith("fairmiss"):
-            dist = getattr(ep, "dist", None)
-            out.append([ep.group, ep.name, ep.value, getattr(dist, "name", "") or "",
-                        getattr(dist, "version", "") or ""])
-    return sorted(out)
+    # per distribution rather than ``entry_points()``, whose all-groups form is a deprecated dict on Python
+    # 3.10-3.11 (a DeprecationWarning on every command); a distribution found twice on sys.path counts once
+    out = set()
+    for dist in distributions():
+        name = dist.metadata["Name"] or ""
+        for ep in dist.entry_points:
+            if ep.group.startswith("fairmiss"):
+                out.add((ep.group, ep.name, ep.value, name, dist.version or ""))
+    return [list(row) for row in sorted(out)]
 
 
 def receipt_key(config_path: str | Path, quick: bool) -> str | None:
@@ -265,18 +264,17 @@ def up_to_date_from_receipt(config_path: str | Path, quick: bool = False, result
 def _raw_files_verified(raw: list[tuple[str, str | None]], raw_dir: str | Path | None) -> bool:
     """Every raw file is a regular file with its declared checksum, in the raw directory or else in the mirror:
     the case where :func:`fairmiss.datasets.acquire.preflight` passes without downloading. Anything else
-    (no checksum declared, missing, corrupt, a directory) is left to the full path, which raises its error.
-    (Directories as in ``fairmiss.datasets.acquire``: importing it imports the dataset registry.)"""
-    from fairmiss.io import sha256_file
+    (no checksum declared, missing, corrupt, a directory) is left to the full path, which raises its error."""
+    from fairmiss.io import default_raw_dir, mirror_dir, sha256_file
 
-    base = Path(raw_dir) if raw_dir is not None else Path(os.environ.get("FAIRMISS_RAW_DIR", "data/raw"))
-    mirror = os.environ.get("FAIRMISS_DATA_MIRROR")
+    base = Path(raw_dir) if raw_dir is not None else default_raw_dir()
+    mirror = mirror_dir()
     for filename, sha in raw:
         if sha is None:
             return False
         path = base / filename
         if not (path.exists() or path.is_symlink()):
-            path = Path(mirror) / filename if mirror else None
+            path = mirror / filename if mirror else None
         try:
             if path is None or not path.is_file() or sha256_file(path) != sha:
                 return False

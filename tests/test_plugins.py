@@ -7,6 +7,7 @@ subprocess so this process's registries stay as built in."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -138,3 +139,25 @@ def test_broken_plugin_is_a_clear_error(tmp_path):
     for part in ("'broken'", "'fairmiss.learners'", "'broken_plugin'", "broken_plugin_mod",
                  "ModuleNotFoundError", "no_such_module_xyz"):
         assert part in last, (part, last)
+
+
+def test_receipt_key_sees_installed_plugins_without_deprecation_warnings(site):
+    """The up-to-date receipt's key lists every installed ``fairmiss.*`` entry point (flows.fastcheck._plugins),
+    read per distribution: the example plugin's entry points with its distribution's name and version, each
+    once, and no DeprecationWarning (the all-groups ``entry_points()`` is a deprecated dict on Python 3.11)."""
+    import tomllib
+
+    r = _run(site, """
+        import json, warnings
+        warnings.simplefilter("error")
+        from flows.fastcheck import _plugins
+        print(json.dumps(_plugins()))
+    """)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    mine = [row for row in rows if row[3] == "fairmiss_plugin_example"]
+    assert mine and all(row[4] == "0.1" and row[0].startswith("fairmiss") for row in mine), rows
+    expected = {(g, k, v) for g, items in tomllib.loads((EXAMPLE / "pyproject.toml").read_text())
+                ["project"]["entry-points"].items() for k, v in items.items()}
+    assert {tuple(row[:3]) for row in mine} == expected
+    assert len(rows) == len({tuple(r) for r in rows})

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["output_dir_problem", "cache_dir", "atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash", "check_name",
+__all__ = ["output_dir_problem", "cache_dir", "default_raw_dir", "mirror_dir", "atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash", "check_name",
            "safe_child", "SAFE_NAME", "SAFE_LABEL"]
 
 #: names that become one path component (experiment, tracking experiment, study, report, deployment):
@@ -88,6 +88,20 @@ def output_dir_problem(path: str | os.PathLike, what: str) -> str | None:
     if not p.exists() and parent is not None and not parent.is_dir():
         return f"{p}: {what}: {parent} is a file, not a directory"
     return None
+
+
+def default_raw_dir() -> Path:
+    """Where raw dataset files are kept: ``$FAIRMISS_RAW_DIR``, else ``data/raw`` (relative to the working
+    directory). Here, not in :mod:`fairmiss.datasets.acquire`, so that the up-to-date check
+    (``flows.fastcheck``) finds the raw files without importing the dataset registry."""
+    return Path(os.environ.get("FAIRMISS_RAW_DIR", "data/raw"))
+
+
+def mirror_dir() -> Path | None:
+    """A local mirror of the official raw files (``$FAIRMISS_DATA_MIRROR``), read when a file is not in the raw
+    directory; ``None`` when unset."""
+    m = os.environ.get("FAIRMISS_DATA_MIRROR")
+    return Path(m) if m else None
 
 
 def cache_dir() -> Path:

@@ -20,7 +20,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from fairmiss.io import atomic_path, sha256_file
+from fairmiss.io import atomic_path, default_raw_dir, mirror_dir, sha256_file
 
 logger = logging.getLogger(__name__)
 
@@ -75,15 +75,6 @@ class RawFile:
     sha256: str | None
     note: str = ""
     licence: str = ""
-
-
-def default_raw_dir() -> Path:
-    return Path(os.environ.get("FAIRMISS_RAW_DIR", "data/raw"))
-
-
-def mirror_dir() -> Path | None:
-    m = os.environ.get("FAIRMISS_DATA_MIRROR")
-    return Path(m) if m else None
 
 
 def _verify(path: Path, raw: RawFile) -> None:
