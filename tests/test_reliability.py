@@ -3,6 +3,7 @@ FAILED by the next invocation; concurrent processes logging to one SQLite store 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -200,3 +201,61 @@ def test_sigterm_stops_a_thread_pool_flow_promptly(tmp_path):
     assert not [r for r in runs if r[2] == "RUNNING"], runs  # the parent ended itself (FAILED)
     assert not [r for r in runs if r[2] == "FINISHED"], runs
     assert not (tmp_path / "results_a" / "compas_small" / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("delay", [0.0, 2.0])
+def test_sigterm_while_pool_workers_start_leaves_no_process(tmp_path, delay):
+    """SIGTERM while the process pool's workers are still starting (spawned, importing the stack: the first
+    seconds of every study with ``task_runner: process``). Session 12 saw spawned workers outlive a flow stopped
+    at that moment (with a warm-up task per worker, since reverted); this checks the runner as it is: every
+    descendant of the flow — pool workers, the tracking writer, the ephemeral Prefect server — is gone soon
+    after the flow exits, which it does with 143 and no run left RUNNING."""
+    import psutil
+
+    cfg = small_config(tmp_path, split={"n_splits": 4}, missingness=[{"kind": "none"}], imputers=[{"kind": "mean"}],
+                       learners=[{"kind": "random_forest", "name": "rf", "n_estimators": 50, "n_jobs": 1}],
+                       execution={"max_workers": 2, "task_runner": "process"})
+    p = _flow(cfg, tmp_path, "a")
+    proc = psutil.Process(p.pid)
+    seen: dict[int, psutil.Process] = {}
+    t0 = time.time()
+    pool = []
+    while time.time() - t0 < 300 and not pool:
+        assert p.poll() is None, p.stderr.read()[-3000:]
+        for child in proc.children(recursive=True):
+            seen.setdefault(child.pid, child)
+        pool = [c for c in seen.values() if _alive([c]) and "spawn_main" in " ".join(_cmdline(c))]
+        time.sleep(0.05)
+    assert pool, "no pool worker started within 300 s"
+    end = time.time() + delay
+    while time.time() < end:  # keep recording descendants (more workers, their children) until the signal
+        for child in proc.children(recursive=True):
+            seen.setdefault(child.pid, child)
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(90)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise AssertionError("the flow did not stop within 90 s of SIGTERM") from None
+    assert p.returncode in (143, 0), (p.returncode, p.stderr.read()[-3000:])
+    deadline = time.time() + 30
+    while _alive(seen.values()) and time.time() < deadline:
+        time.sleep(0.5)
+    left = _alive(seen.values())
+    if left:
+        for pid, _ in left:
+            with contextlib.suppress(Exception):
+                os.kill(pid, signal.SIGKILL)
+    assert not left, left
+    runs = _runs(tmp_path / "mlruns" / "mlflow.db") if (tmp_path / "mlruns" / "mlflow.db").exists() else []
+    assert not [r for r in runs if r[2] == "RUNNING"], runs
+
+
+def _cmdline(p) -> list[str]:
+    import psutil
+
+    try:
+        return p.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
