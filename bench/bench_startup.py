@@ -110,6 +110,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "startup.md"))
     ap.add_argument("--tree", default=str(ROOT), help="the source tree to run (default: this checkout)")
     ap.add_argument("--stop-server", action="store_true", help="`fairmiss server stop` at the end")
+    ap.add_argument("--json", default=None, help="also write the runs and medians to this JSON file")
     args = ap.parse_args(argv)
     global TREE
     TREE = Path(args.tree).resolve()
@@ -149,6 +150,13 @@ def main(argv=None) -> int:
     with out.open("a") as f:
         f.write(text)
     print(text)
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps({
+            "label": args.label, "load_before": load0, "load_after": load1, "commit": commit,
+            "seconds": times, "median": {n: statistics.median(v) for n, v in times.items()},
+            "what": {n: MEASURES[n][0] for n in names}}, indent=2) + "\n")
     return 0
 
 

@@ -287,10 +287,13 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
         splits = {k: f.result() for k, f in split_futures.items()}
         # quote(): the cells' inputs are plain values (the splits were resolved above), so Prefect need not walk
         # the config, the DataFrame and the split arrays looking for futures on every submit and again in the
-        # task (issue P: ~8 ms a cell on the flow's thread and as much in the worker, measured with py-spy)
+        # task (issue P: ~8 ms a cell on the flow's thread and as much in the worker, measured with py-spy).
+        # Thread runner only: Dask rebuilds tuples it finds in a task's arguments, so a quote (a tuple) would
+        # reach the task as a plain tuple, and there the inputs are pickled anyway.
+        q = quote if cfg.execution.task_runner == "thread" else (lambda x: x)
         futures = {
-            c.key: fit_evaluate_task.submit(quote(cfg), quote(c), quote(data),
-                                            quote(splits[(c.split_index, missingness_label(c.missingness))]), threads)
+            c.key: fit_evaluate_task.submit(q(cfg), q(c), q(data),
+                                            q(splits[(c.split_index, missingness_label(c.missingness))]), threads)
             for c in pending
         }
         results = []
