@@ -29,7 +29,7 @@ from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
 from fairmiss.reporting.mlflow_view import shared_view_tag
 from fairmiss.codeversion import code_version
-from fairmiss.tracking import WRITER_ENV, CellWriter, Tracker, prestart_writer
+from fairmiss.tracking import WRITER_ENV, CellWriter, RemoteTracker, Tracker, prestart_writer
 from flows import errors
 from flows.errors import check_all_failed
 from flows.fastcheck import run_fingerprint  # pure (no Prefect): shared with the fast up-to-date check
@@ -238,145 +238,156 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
              data.data_hash, data.info["n_expectations"])
     pipeline.check_extra_groups(cfg, data)  # a misnamed extra_groups column fails before any cell runs
 
-    tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
-    tracker.reap_dead_runs()
-    # the MLflow UI's runs page opened with ?viewStateShareKey=fairmiss-<metric> shows the fairness metric and
-    # accuracy as columns, sorted by the metric (what `fairmiss ui` prints)
-    tracker.set_experiment_tags(dict([shared_view_tag(cfg.fairness_metric)]))
-    groups = group_names(data.dataset)
-    tags = {"dataset": data.dataset, "data.processed_hash": data.data_hash, "config.hash": cfg.config_hash,
-            "run.fingerprint": fingerprint, "groups": json.dumps(groups, sort_keys=True),
-            **{f"data.raw_sha256.{k}": v for k, v in data.info["raw_sha256"].items()}}
-    # one method label everywhere: the imputer is named only where the data have missing values
-    cells = label_cells(cfg, cfg.cells(), data.df, data.features)
-    cores = os.cpu_count() or 1
-    threads = max(1, cores // cfg.execution.max_workers)
-    note = (cfg.description.strip() + "\n\n" if cfg.description.strip() else "") + \
-        f"Dataset `{data.dataset}`; groups: " + ", ".join(f"{k} = {v}" for k, v in groups.items()) + "."
-    with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment", "mlflow.note.content": note}) as parent:
-        tracker.log_params(parent, {"config_path": config_path, "n_cells": len(cells),
-                                    "groups": json.dumps(groups, sort_keys=True),
-                                    # published reference numbers are not parameters of the run
-                                    **pipeline._flatten(cfg.model_dump(mode="json", by_alias=True,
-                                                                       exclude={"references"}))})
-        source = dataset_source(cfg, raw_dir)
-        tracker.log_dataset(parent, data.df, name=data.dataset, digest=data.data_hash, source=source,
-                            targets=data.label)
-        tracker.log_dict(parent, {k: v for k, v in data.info.items() if k != "card"}, "data/provenance.json")
-        tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
-        if data.docs_index:
-            tracker.log_artifact(parent, Path(data.docs_index).parent, "data_docs")
-        # task caching: a cell whose cache key (its own config, the processed-data hash, the code
-        # version) matches a FINISHED run in the store is reused; the cache lives in MLflow, not in
-        # Prefect's result storage (see cell_cache_key and the README)
-        code = code_version()
-        keys = {c.key: pipeline.cell_cache_key(cfg, c, data_hash=data.data_hash, code_version=code) for c in cells}
-        cached = tracker.finished_cells_by_cache_key(set(keys.values())) if cfg.execution.resume else {}
-        done = {k: cached[keys[k]] for k in keys if keys[k] in cached}
-        pending = [c for c in cells if c.key not in done]
-        if done:
-            log.info("cache: %d of %d cells already FINISHED with the same cell key (reused)", len(cells) - len(pending),
-                     len(cells))
-        split_keys = sorted({(c.split_index, missingness_label(c.missingness)) for c in pending})
-        miss_by_label = {missingness_label(m): m for m in cfg.missingness}
-        split_futures = {k: split_task.submit(cfg, data, k[0], miss_by_label[k[1]], config_path=config_path)
-                         for k in split_keys}
-        # wait for every split before submitting cells: a failed split raises its own exception here (e.g.
-        # MissingnessError, ConfigError for split.test_size); handing the failed future to the cells
-        # would leave them PENDING and surface as Prefect's UnfinishedRun instead
-        splits = {k: f.result() for k, f in split_futures.items()}
-        # quote(): the cells' inputs are plain values (the splits were resolved above), so Prefect need not walk
-        # the config, the DataFrame and the split arrays looking for futures on every submit and again in the
-        # task (issue P: ~8 ms a cell on the flow's thread and as much in the worker, measured with py-spy).
-        # Thread runner only: Dask rebuilds tuples it finds in a task's arguments, so a quote (a tuple) would
-        # reach the task as a plain tuple, and there the inputs are pickled anyway.
-        q = quote if cfg.execution.task_runner == "thread" else (lambda x: x)
-        futures = {
-            c.key: fit_evaluate_task.submit(q(cfg), q(c), q(data),
-                                            q(splits[(c.split_index, missingness_label(c.missingness))]), threads)
-            for c in pending
-        }
-        results = []
-        X_example = data.df[data.features].head(20)
-        progress = CellProgress(len(cells), len(pending), cfg.experiment)
-        # the cells' child runs are written by one separate process while the next cells compute (issue P);
-        # FAIRMISS_TRACKING_WRITER=inline logs them here as before
-        writer = None
-        if pending and os.environ.get(WRITER_ENV, "process") != "inline":
-            writer = CellWriter(tracker, X_example=X_example if cfg.tracking.log_models else None,
-                                dataset={"df": data.df, "name": data.dataset, "digest": data.data_hash,
-                                         "source": source, "targets": data.label})
+    # The flow's tracking goes through the writer process (issue P, RemoteTracker): MLflow's store is imported
+    # and opened there, beside Prefect's start and the data build, not on this process's critical path.
+    # FAIRMISS_TRACKING_WRITER=inline: a Tracker in this process, every run logged here (the reference path).
+    writer = None
+    if os.environ.get(WRITER_ENV, "process") != "inline":
+        writer = CellWriter(uri=cfg.tracking.uri, experiment_name=cfg.tracking.experiment_name or cfg.experiment)
         try:
+            tracker = RemoteTracker(writer)
+        except BaseException:
+            writer.abort(timeout=5.0)
+            raise
+    else:
+        tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
+
+    def tracked():
+        tracker.reap_dead_runs()
+        # the MLflow UI's runs page opened with ?viewStateShareKey=fairmiss-<metric> shows the fairness metric and
+        # accuracy as columns, sorted by the metric (what `fairmiss ui` prints)
+        tracker.set_experiment_tags(dict([shared_view_tag(cfg.fairness_metric)]))
+        groups = group_names(data.dataset)
+        tags = {"dataset": data.dataset, "data.processed_hash": data.data_hash, "config.hash": cfg.config_hash,
+                "run.fingerprint": fingerprint, "groups": json.dumps(groups, sort_keys=True),
+                **{f"data.raw_sha256.{k}": v for k, v in data.info["raw_sha256"].items()}}
+        # one method label everywhere: the imputer is named only where the data have missing values
+        cells = label_cells(cfg, cfg.cells(), data.df, data.features)
+        cores = os.cpu_count() or 1
+        threads = max(1, cores // cfg.execution.max_workers)
+        note = (cfg.description.strip() + "\n\n" if cfg.description.strip() else "") + \
+            f"Dataset `{data.dataset}`; groups: " + ", ".join(f"{k} = {v}" for k, v in groups.items()) + "."
+        with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment", "mlflow.note.content": note}) as parent:
+            tracker.log_params(parent, {"config_path": config_path, "n_cells": len(cells),
+                                        "groups": json.dumps(groups, sort_keys=True),
+                                        # published reference numbers are not parameters of the run
+                                        **pipeline._flatten(cfg.model_dump(mode="json", by_alias=True,
+                                                                           exclude={"references"}))})
+            source = dataset_source(cfg, raw_dir)
+            tracker.log_dataset(parent, data.df, name=data.dataset, digest=data.data_hash, source=source,
+                                targets=data.label)
+            tracker.log_dict(parent, {k: v for k, v in data.info.items() if k != "card"}, "data/provenance.json")
+            tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
+            if data.docs_index:
+                tracker.log_artifact(parent, Path(data.docs_index).parent, "data_docs")
+            # task caching: a cell whose cache key (its own config, the processed-data hash, the code
+            # version) matches a FINISHED run in the store is reused; the cache lives in MLflow, not in
+            # Prefect's result storage (see cell_cache_key and the README)
+            code = code_version()
+            keys = {c.key: pipeline.cell_cache_key(cfg, c, data_hash=data.data_hash, code_version=code) for c in cells}
+            cached = tracker.finished_cells_by_cache_key(set(keys.values())) if cfg.execution.resume else {}
+            done = {k: cached[keys[k]] for k in keys if keys[k] in cached}
+            pending = [c for c in cells if c.key not in done]
+            if done:
+                log.info("cache: %d of %d cells already FINISHED with the same cell key (reused)", len(cells) - len(pending),
+                         len(cells))
+            split_keys = sorted({(c.split_index, missingness_label(c.missingness)) for c in pending})
+            miss_by_label = {missingness_label(m): m for m in cfg.missingness}
+            split_futures = {k: split_task.submit(cfg, data, k[0], miss_by_label[k[1]], config_path=config_path)
+                             for k in split_keys}
+            # wait for every split before submitting cells: a failed split raises its own exception here (e.g.
+            # MissingnessError, ConfigError for split.test_size); handing the failed future to the cells
+            # would leave them PENDING and surface as Prefect's UnfinishedRun instead
+            splits = {k: f.result() for k, f in split_futures.items()}
+            # quote(): the cells' inputs are plain values (the splits were resolved above), so Prefect need not walk
+            # the config, the DataFrame and the split arrays looking for futures on every submit and again in the
+            # task (issue P: ~8 ms a cell on the flow's thread and as much in the worker, measured with py-spy).
+            # Thread runner only: Dask rebuilds tuples it finds in a task's arguments, so a quote (a tuple) would
+            # reach the task as a plain tuple, and there the inputs are pickled anyway.
+            q = quote if cfg.execution.task_runner == "thread" else (lambda x: x)
+            futures = {
+                c.key: fit_evaluate_task.submit(q(cfg), q(c), q(data),
+                                                q(splits[(c.split_index, missingness_label(c.missingness))]), threads)
+                for c in pending
+            }
+            results = []
+            X_example = data.df[data.features].head(20)
+            progress = CellProgress(len(cells), len(pending), cfg.experiment)
+            # the cells' child runs are written by one separate process while the next cells compute (issue P);
+            # FAIRMISS_TRACKING_WRITER=inline logs them here as before
+            if pending and writer is not None:
+                writer.configure(X_example=X_example if cfg.tracking.log_models else None,
+                                 dataset={"df": data.df, "name": data.dataset, "digest": data.data_hash,
+                                          "source": source, "targets": data.label})
+            # an error here ends the parent run FAILED through the writer after the cells handed to it
             _collect_cells(cfg, cells, done, futures, tracker, writer, parent, tags, keys, data, groups, source,
                            X_example, progress, results, log)
-        except BaseException:
-            if writer is not None:
-                writer.abort()
-            raise
-        progress.close()
-        # The results, tables, figures and report are written into a staging directory while the writer
-        # process still writes the last child runs (issue P: the report's ~3 s of matplotlib no longer wait
-        # for the writer's backlog, nor the writer for them), and published into out_dir only once every
-        # child run is written: a store failure leaves out_dir as it was, as before.
-        stage = staged = None
-        try:
+            progress.close()
+            # The results, tables, figures and report are written into a staging directory while the writer
+            # process still writes the last child runs (issue P: the report's ~3 s of matplotlib no longer wait
+            # for the writer's backlog, nor the writer for them), and published into out_dir only once every
+            # child run is written: a store failure leaves out_dir as it was, as before.
+            # An error in the outputs: every computed cell is still written (a resume reuses them) before the parent
+            # run is ended FAILED through the writer (KeyboardInterrupt / SIGTERM: at most 10 s, RemoteTracker.run).
+            stage = staged = None
             try:
                 if not results or any(r.status == "ok" for r in results):  # else check_all_failed raises below
                     stage = _new_stage(out_dir)
                     staged = _write_outputs(stage, cfg, results, data, groups, cells)
-            except BaseException as exc:
                 if writer is not None:
-                    # an error in the outputs: every computed cell is still written (a resume reuses them), as
-                    # when the outputs came after close(); KeyboardInterrupt / SIGTERM: abort()'s grace period
-                    writer.abort(timeout=None if isinstance(exc, Exception) else 10.0)
-                raise
-            if writer is not None:
-                try:
-                    writer.close()  # every child run written (FINISHED/FAILED) before the parent ends
-                except BaseException:
-                    writer.abort()
-                    raise
-            check_all_failed(cfg.experiment, results)  # no metrics.json for a run with nothing in it
-            published = _publish(stage, out_dir, staged["files"])
-        finally:
-            if stage is not None:
-                shutil.rmtree(stage, ignore_errors=True)
-        summary, failed, metrics, table = staged["summary"], staged["failed"], staged["metrics"], staged["table"]
-        cells_df, claims, feng = staged["cells_df"], staged["claims"], staged["feng"]
-        # for comparing in the MLflow UI: the summary (headline metrics first) and every cell as tables
-        tracker.log_table(parent, summary_frame(summary, cfg.fairness_metric), "summary_table.json")
-        tracker.log_table(parent, cells_df.assign(method=[r.method for r in results])[["method", *cells_df.columns]],
-                          "cells_table.json")
-        flat = {}
-        for miss, methods in summary.items():
-            for method, entry in methods.items():
-                for k, v in entry.items():
-                    flat[f"{miss}/{method}/{k}"] = v
-        import resource
+                    writer.drain()  # every child run written (FINISHED/FAILED) before the outputs are published
+                check_all_failed(cfg.experiment, results)  # no metrics.json for a run with nothing in it
+                published = _publish(stage, out_dir, staged["files"])
+            finally:
+                if stage is not None:
+                    shutil.rmtree(stage, ignore_errors=True)
+            summary, failed, metrics, table = staged["summary"], staged["failed"], staged["metrics"], staged["table"]
+            cells_df, claims, feng = staged["cells_df"], staged["claims"], staged["feng"]
+            # for comparing in the MLflow UI: the summary (headline metrics first) and every cell as tables
+            tracker.log_table(parent, summary_frame(summary, cfg.fairness_metric), "summary_table.json")
+            tracker.log_table(parent, cells_df.assign(method=[r.method for r in results])[["method", *cells_df.columns]],
+                              "cells_table.json")
+            flat = {}
+            for miss, methods in summary.items():
+                for method, entry in methods.items():
+                    for k, v in entry.items():
+                        flat[f"{miss}/{method}/{k}"] = v
+            import resource
 
-        # peak memory of this process (the flow and its thread workers), for the limits table in
-        # docs/reliability.md; logged to MLflow only — metrics.json stays deterministic
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        tracker.log_metrics(parent, {**flat, "n_failed": len(failed), "peak_rss_mb": peak_mb})
-        for name in staged["tradeoff_files"]:
-            tracker.log_artifact(parent, published[name], "report")
-        tracker.log_artifact(parent, published["cell_metrics.csv"])
-        tracker.log_artifact(parent, published["report.html"], "report")
-        for name in sorted(n for n in published if n.startswith("groups_") and n.endswith(".png")):
-            tracker.log_artifact(parent, published[name], "report")
-        tracker.log_artifact(parent, published["metrics.json"])
-        tracker.log_artifact(parent, published["cells.csv"])
-        if claims is not None:
-            tracker.log_artifact(parent, published["claims_000.csv"])
-        if feng is not None:
-            tracker.log_artifact(parent, published["claims_feng2023.csv"])
-        if warned.counts:
-            tracker.log_text(parent, warned.text(), "warnings.txt")
-        tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results),
-                                  "n_warnings": sum(warned.counts.values())})
-    log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
-    return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
-            "experiment_id": tracker.experiment_id, "results_dir": str(out_dir), "failed": failed}
+            # peak memory of this process (the flow and its thread workers), for the limits table in
+            # docs/reliability.md; logged to MLflow only — metrics.json stays deterministic
+            peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            tracker.log_metrics(parent, {**flat, "n_failed": len(failed), "peak_rss_mb": peak_mb})
+            for name in staged["tradeoff_files"]:
+                tracker.log_artifact(parent, published[name], "report")
+            tracker.log_artifact(parent, published["cell_metrics.csv"])
+            tracker.log_artifact(parent, published["report.html"], "report")
+            for name in sorted(n for n in published if n.startswith("groups_") and n.endswith(".png")):
+                tracker.log_artifact(parent, published[name], "report")
+            tracker.log_artifact(parent, published["metrics.json"])
+            tracker.log_artifact(parent, published["cells.csv"])
+            if claims is not None:
+                tracker.log_artifact(parent, published["claims_000.csv"])
+            if feng is not None:
+                tracker.log_artifact(parent, published["claims_feng2023.csv"])
+            if warned.counts:
+                tracker.log_text(parent, warned.text(), "warnings.txt")
+            tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results),
+                                      "n_warnings": sum(warned.counts.values())})
+        log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
+        return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
+                "experiment_id": tracker.experiment_id, "results_dir": str(out_dir), "failed": failed}
+
+    try:
+        out = tracked()
+    except BaseException as exc:
+        if writer is not None:
+            # what was handed to the writer is written (a resume reuses it); KeyboardInterrupt / SIGTERM: 10 s
+            writer.abort(timeout=None if isinstance(exc, Exception) else 10.0)
+        raise
+    if writer is not None:
+        writer.close()
+    return out
 
 
 def _mkdir(path: Path) -> Path:

@@ -114,7 +114,13 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
 
     models = client.search_logged_models([exp_id])
     assert len(models) == 4
-    model = mlflow.sklearn.load_model(models[0].model_uri)
+    # the flow's process leaves MLflow's global tracking URI alone (its store is opened in the writer process)
+    old_uri = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(out["tracking_uri"])
+    try:
+        model = mlflow.sklearn.load_model(models[0].model_uri)
+    finally:
+        mlflow.set_tracking_uri(old_uri)
     X = pd.read_parquet(tmp / "processed" / "compas_000.parquet").drop(columns=["race", "two_year_recid"])
     assert set(model.predict(X.to_numpy(dtype=float)[:50])) <= {0, 1}
 

@@ -32,7 +32,10 @@ def _base(tmp: Path, store: str, *, learners, imputers, log_models=False, name="
     d["missingness"] = [{"kind": "none"}, {"kind": "mcar", "name": "mcar_duration",
                                            "rates": {"duration_months": 0.3, "age": 0.2}}]
     d["imputers"] = imputers
-    d["learners"] = learners
+    # deployed models live in the experiment's own store here; said explicitly (the learner's default is
+    # MLFLOW_TRACKING_URI, else the project store: fairmiss.learners.mlflow_model)
+    d["learners"] = [{**ln, "tracking_uri": ln.get("tracking_uri", store)} if ln.get("kind") == "mlflow_model"
+                     else ln for ln in learners]
     d["tracking"] = {"uri": store, "log_models": log_models}
     return d
 

@@ -379,6 +379,10 @@ class Tracker:
             return self.client.create_experiment(experiment_name, artifact_location=loc)
         return exp.experiment_id
 
+    def describe(self) -> dict:
+        """``uri``, ``experiment_name`` and ``experiment_id`` (what :class:`RemoteTracker` mirrors)."""
+        return {"uri": self.uri, "experiment_name": self.experiment_name, "experiment_id": self.experiment_id}
+
     # ------------------------------------------------------------------ runs
     @_guard_store
     def start_run(self, run_name: str, *, parent_id: str | None = None, tags: dict | None = None) -> str:
@@ -696,13 +700,16 @@ class CellWriter:
     reference arm).
     """
 
-    def __init__(self, tracker: "Tracker", *, dataset: dict | None = None, X_example=None):
+    def __init__(self, tracker: "Tracker | None" = None, *, dataset: dict | None = None, X_example=None,
+                 uri: str | None = None, experiment_name: str | None = None):
         import pickle
         import queue
-        import subprocess
-        import sys
 
-        self.uri, self.experiment_name = tracker.uri, tracker.experiment_name
+        if tracker is not None:
+            uri, experiment_name = tracker.uri, tracker.experiment_name
+        else:
+            uri = resolve_uri(uri)
+        self.uri, self.experiment_name = uri, experiment_name
         self._pickle = pickle
         self._proc = _take_prestarted() or _start_writer_process()
         self._outbox: queue.Queue = queue.Queue()
@@ -712,6 +719,8 @@ class CellWriter:
         self._submitted = 0
         self._answered = 0
         self._answered_cv = threading.Condition(self._lock)
+        self._calls = 0
+        self._replies: dict = {}  # answers of call(), by call id
         self._feeder = threading.Thread(target=self._feed, name="fairmiss-writer-feed", daemon=True)
         self._reader = threading.Thread(target=self._read, name="fairmiss-writer-acks", daemon=True)
         self._feeder.start()
@@ -743,11 +752,13 @@ class CellWriter:
             except Exception:  # EOF: the writer exited
                 break
             with self._lock:
-                if kind == "ok":
+                if isinstance(key, tuple) and key[:1] == ("call",):
+                    self._replies[key] = (kind, payload)
+                elif kind == "ok":
                     self._acks[key] = payload
                 else:
                     self._errors.append((key, payload))
-                if key is not None:
+                if key is not None and key not in self._replies:
                     self._answered += 1
                 self._answered_cv.notify_all()
         with self._lock:
@@ -763,6 +774,49 @@ class CellWriter:
         self._outbox.put(("cell", result.key, {"parent_id": parent_id, "result": result, "tags": tags,
                                                "log_model": log_model, "run_name": run_name,
                                                "group_names": group_names}))
+
+    def configure(self, *, dataset: dict | None = None, X_example=None) -> None:
+        """What every child run logs besides its cell (the dataset input, the model's input example); sent
+        before the first cell when the writer was started for :class:`RemoteTracker` calls only."""
+        self._outbox.put(("setup", {"uri": self.uri, "experiment": self.experiment_name, "dataset": dataset,
+                                    "X_example": X_example}))
+
+    def call(self, method: str, *args, _timeout: float | None = None, **kwargs):
+        """Run ``Tracker.<method>(*args, **kwargs)`` in the writer process, after every message sent before
+        it, and return its value or raise its exception (a store failure is the same
+        :class:`TrackingStoreError` as in the flow's process). ``_timeout``: seconds to wait for the answer
+        (default: as long as it takes), then a :class:`TrackingStoreError`."""
+        import time
+
+        with self._lock:
+            self._calls += 1
+            cid = ("call", self._calls)
+        self._outbox.put(("call", cid, (method, args, kwargs)))
+        deadline = None if _timeout is None else time.monotonic() + _timeout
+        with self._lock:
+            while cid not in self._replies and not getattr(self, "_closed", False):
+                left = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                self._answered_cv.wait(left)
+            reply = self._replies.pop(cid, None)
+        if reply is None:
+            what = "did not answer" if self._proc.poll() is None else f"exited (status {self._proc.poll()})"
+            raise TrackingStoreError(f"MLflow tracking store {store_location(self.uri)}: the tracking writer "
+                                     f"process {what} {method}()" + (f" within {_timeout:g} s" if _timeout else ""))
+        kind, payload = reply
+        if kind == "ok":
+            return payload
+        raise payload
+
+    def drain(self) -> dict[str, str]:
+        """Wait until every submitted cell is written, without stopping the writer (the flow still logs the
+        parent run through it); raise the first failure. Returns ``{cell key: child run id}``."""
+        with self._lock:
+            while self._answered < self._submitted and not self._errors and not getattr(self, "_closed", False):
+                self._answered_cv.wait(1.0)
+        self.check()
+        return dict(self._acks)
 
     def check(self) -> None:
         """Raise the first failure the writer reported, or a clear error if the writer process died."""
@@ -812,6 +866,55 @@ class CellWriter:
             self._proc.kill()
             self._proc.wait(5)
         self._reader.join(5)
+
+
+class RemoteTracker:
+    """The flow's :class:`Tracker`, served by the tracking writer process (issue P).
+
+    Every method call is sent to the writer (:meth:`CellWriter.call`) and answered in order with the cells'
+    child runs, so the flow's process never imports MLflow or its SQLAlchemy store (~2 s on this machine, the
+    largest fixed cost of a run after the report): the writer, started before the flow
+    (:func:`prestart_writer`), imports it and opens the store while Prefect starts and the data are built.
+    Values and exceptions are those of the :class:`Tracker` in the writer (a store failure is the same
+    :class:`TrackingStoreError`, exit 2). Runs started here carry the flow's process id (``run.pid``), so a
+    later invocation reaps them when the flow dies, as before.
+    """
+
+    def __init__(self, writer: "CellWriter"):
+        self.writer = writer
+        info = writer.call("describe")  # waits for the writer's store: its error is Tracker()'s
+        self.uri, self.experiment_name = info["uri"], info["experiment_name"]
+        self.experiment_id = info["experiment_id"]
+
+    def start_run(self, run_name: str, *, parent_id: str | None = None, tags: dict | None = None) -> str:
+        tags = dict(tags or {})
+        tags.setdefault("run.pid", str(os.getpid()))
+        return self.writer.call("start_run", run_name, parent_id=parent_id, tags=tags)
+
+    @contextlib.contextmanager
+    def run(self, run_name: str, **kw):
+        """:meth:`Tracker.run` through the writer. The run is ended after every cell handed to the writer before
+        it; on KeyboardInterrupt / SIGTERM the flow waits at most 10 s for that (then the run stays RUNNING until
+        the next invocation reaps it, as after a SIGKILL)."""
+        run_id = self.start_run(run_name, **kw)
+        try:
+            yield run_id
+        except BaseException as exc:
+            try:
+                self.writer.call("end_run", run_id, error=f"{type(exc).__name__}: {exc}",
+                                 _timeout=None if isinstance(exc, Exception) else 10.0)
+            except TrackingStoreError as end_exc:
+                if not isinstance(exc, TrackingStoreError):
+                    logger.warning("run %s could not be marked FAILED: %s", run_id, end_exc)
+                raise exc from exc.__cause__
+            raise
+        else:
+            self.end_run(run_id)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or not callable(getattr(Tracker, name, None)):
+            raise AttributeError(name)
+        return functools.partial(self.writer.call, name)
 
 
 _PRESTARTED: list = []  # at most one idle writer process, started ahead of the flow by prestart_writer
@@ -880,7 +983,8 @@ def _writer_main() -> None:
             tracker = exc
 
     def answer(kind, key, payload) -> None:
-        pickle.dump((kind, key, payload), out, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps((kind, key, payload), protocol=pickle.HIGHEST_PROTOCOL)  # all or nothing
+        out.write(data)
         out.flush()
 
     stdin = sys.stdin.buffer
@@ -902,6 +1006,26 @@ def _writer_main() -> None:
                 tracker = exc
             continue
         key, job = rest
+        if kind == "call":  # a RemoteTracker method: its value, or its exception
+            try:
+                if isinstance(tracker, BaseException):
+                    raise tracker
+                if tracker is None:
+                    raise RuntimeError("tracking writer: a call before the store was set up")
+                method, args, kwargs = job
+                value = getattr(tracker, method)(*args, **kwargs)
+                try:
+                    answer("ok", key, value)
+                except Exception as exc:  # an unpicklable value
+                    answer("error", key, RuntimeError(f"tracking writer: {method}() returned an unpicklable "
+                                                      f"{type(value).__name__}: {exc}"))
+            except BaseException as exc:
+                try:
+                    pickle.dumps(exc)
+                except Exception:
+                    exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+                answer("error", key, exc)
+            continue
         try:
             if isinstance(tracker, BaseException):
                 raise tracker
