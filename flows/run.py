@@ -67,6 +67,15 @@ def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = F
 def start_flow(cfg, config_path: str | Path, *, quick: bool = False, force: bool = False, **kw) -> dict:
     """Run the config's flow: on the persistent local Prefect server when it applies (set before Prefect is
     imported by the flow modules), else Prefect's ephemeral server."""
+    from fairmiss.config import ExperimentConfig
+
+    if isinstance(cfg, ExperimentConfig):
+        # the tracking writer imports MLflow and opens the store while the Prefect server is found (or started)
+        # and the flow's modules are imported (issue P); run_experiment takes it
+        from fairmiss.tracking import prestart_writer
+
+        prestart_writer(("fairmiss.pipeline",), uri=cfg.tracking.uri,
+                        experiment_name=cfg.tracking.experiment_name or cfg.experiment)
     from flows.server import use_local_server
 
     use_local_server()

@@ -964,9 +964,6 @@ def _writer_main() -> None:
 
     import importlib
 
-    for name in filter(None, os.environ.get("FAIRMISS_WRITER_PRELOAD", "").split(",")):
-        importlib.import_module(name)  # e.g. the module of the cells' result type, imported while idle
-
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed by a library goes to stderr, never into the answer stream
     sys.stdout = sys.stderr
@@ -981,6 +978,9 @@ def _writer_main() -> None:
             tracker = Tracker(*store)
         except BaseException as exc:
             tracker = exc
+    # after the store: the flow's first call (RemoteTracker) needs the store, the first cell these modules
+    for name in filter(None, os.environ.get("FAIRMISS_WRITER_PRELOAD", "").split(",")):
+        importlib.import_module(name)  # e.g. the module of the cells' result type, imported while idle
 
     def answer(kind, key, payload) -> None:
         data = pickle.dumps((kind, key, payload), protocol=pickle.HIGHEST_PROTOCOL)  # all or nothing
