@@ -415,7 +415,7 @@ class Tracker:
             yield run_id
         except BaseException as exc:
             try:
-                self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
+                self._end_run_on_error(run_id, exc)
             except TrackingStoreError as end_exc:
                 # The store went away: the run stays RUNNING there until the next invocation's
                 # reap_dead_runs marks it FAILED. The first error is the one reported.
@@ -425,6 +425,10 @@ class Tracker:
             raise
         else:
             self.end_run(run_id)
+
+    def _end_run_on_error(self, run_id: str, exc: BaseException) -> None:
+        """How :meth:`run` ends a run whose block raised ``exc`` (a hook: :class:`RemoteTracker` bounds the wait)."""
+        self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
 
     @_guard_store
     def set_experiment_tags(self, tags: dict) -> None:
@@ -891,25 +895,14 @@ class RemoteTracker:
         tags.setdefault("run.pid", str(os.getpid()))
         return self.writer.call("start_run", run_name, parent_id=parent_id, tags=tags)
 
-    @contextlib.contextmanager
-    def run(self, run_name: str, **kw):
-        """:meth:`Tracker.run` through the writer. The run is ended after every cell handed to the writer before
-        it; on KeyboardInterrupt / SIGTERM the flow waits at most 10 s for that (then the run stays RUNNING until
-        the next invocation reaps it, as after a SIGKILL)."""
-        run_id = self.start_run(run_name, **kw)
-        try:
-            yield run_id
-        except BaseException as exc:
-            try:
-                self.writer.call("end_run", run_id, error=f"{type(exc).__name__}: {exc}",
-                                 _timeout=None if isinstance(exc, Exception) else 10.0)
-            except TrackingStoreError as end_exc:
-                if not isinstance(exc, TrackingStoreError):
-                    logger.warning("run %s could not be marked FAILED: %s", run_id, end_exc)
-                raise exc from exc.__cause__
-            raise
-        else:
-            self.end_run(run_id)
+    # Tracker.run itself, with the error path below: the run is ended after every cell handed to the writer
+    # before it; on KeyboardInterrupt / SIGTERM the flow waits at most 10 s for that (then the run stays RUNNING
+    # until the next invocation reaps it, as after a SIGKILL).
+    run = Tracker.run
+
+    def _end_run_on_error(self, run_id: str, exc: BaseException) -> None:
+        self.writer.call("end_run", run_id, error=f"{type(exc).__name__}: {exc}",
+                         _timeout=None if isinstance(exc, Exception) else 10.0)
 
     def __getattr__(self, name: str):
         if name.startswith("_") or not callable(getattr(Tracker, name, None)):
