@@ -47,13 +47,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def grid_config(tmp: Path, name: str, *, log_models: bool, learners, n_splits: int, max_workers: int = 1,
-                runner: str = "thread", dask_address: str | None = None) -> Path:
+                runner: str = "thread", dask_address: str | None = None, cells_per_task="auto") -> Path:
     cfg = {
         "experiment": name, "seed": 11, "dataset": {"name": "compas_000"},
         "split": {"test_size": 0.3, "n_splits": n_splits},
         "missingness": [{"kind": "none"}], "imputers": [{"kind": "mean"}], "learners": learners,
         "tracking": {"uri": f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}", "log_models": log_models},
-        "execution": {"max_workers": max_workers, "task_runner": runner,
+        "execution": {"max_workers": max_workers, "task_runner": runner, "cells_per_task": cells_per_task,
                       **({"dask_address": dask_address} if dask_address else {})},
     }
     p = tmp / f"{name}.yaml"
@@ -256,7 +256,7 @@ def main(argv=None) -> int:
         if not args.skip_grid:
             rows = {"direct": [], "flow_models": [], "flow_nomodels": [], "flow_nomodels_server": [],
                     "flow_inline_server": [], "direct10": [], "flow_server10": [], "flow_inline_server10": [],
-                    "rerun_cached": [], "rerun_forced": []}
+                    "rerun_cached": [], "rerun_forced": [], "flow_server_cpt1": [], "flow_server10_cpt1": []}
             arms = args.grid_arms.split(",")
             grid = rf_grid(args.grid_trees) if args.grid_trees else FAST
             for rep in range(args.repeats):
@@ -265,11 +265,13 @@ def main(argv=None) -> int:
                     tmp.mkdir()
                     # *10 arms: the same grid with 1 split (10 cells), for the per-cell slope
                     cfg = grid_config(tmp, "grid100", log_models=(arm == "flow_models"), learners=grid,
-                                      n_splits=1 if arm.endswith("10") else 10, runner=args.grid_runner)
+                                      n_splits=1 if "10" in arm else 10, runner=args.grid_runner,
+                                      # *_cpt1 arms: one cell per Prefect task (before execution.cells_per_task)
+                                      cells_per_task=1 if arm.endswith("_cpt1") else "auto")
                     inline = {"FAIRMISS_TRACKING_WRITER": "inline"}  # P's reference: child runs logged in the flow
                     if arm in ("direct", "direct10"):
                         rows[arm].append(run_direct(cfg, tmp))
-                    elif arm in ("flow_nomodels_server", "flow_server10"):
+                    elif arm in ("flow_nomodels_server", "flow_server10", "flow_server_cpt1", "flow_server10_cpt1"):
                         rows[arm].append(run_flow(cfg, tmp, server[1], arm=arm))
                     elif arm in ("flow_inline_server", "flow_inline_server10"):
                         rows[arm].append(run_flow(cfg, tmp, {**server[1], **inline}, arm=arm))
@@ -293,6 +295,8 @@ def main(argv=None) -> int:
                               "ratio_inline_server": med["flow_inline_server"] / med["direct"],
                               "per_cell_ms_writer": per_cell_ms("flow_nomodels_server", "flow_server10"),
                               "per_cell_ms_inline": per_cell_ms("flow_inline_server", "flow_inline_server10"),
+                              "ratio_cpt1_server": med["flow_server_cpt1"] / med["direct"],
+                              "per_cell_ms_cpt1": per_cell_ms("flow_server_cpt1", "flow_server10_cpt1"),
                               "overhead_ratio_with_models": med["flow_models"] / med["direct"],
                               "overhead_ratio_without_models": med["flow_nomodels"] / med["direct"],
                               "overhead_ratio_server": med["flow_nomodels_server"] / med["direct"],
@@ -376,6 +380,11 @@ def main(argv=None) -> int:
         if g["seconds"]["flow_server10"] and g["seconds"]["direct10"]:
             lines.append(f"| critical-path overhead per cell (tracking writer), slope 10 → 100 cells, flow minus "
                          f"library | {g['per_cell_ms_writer']:.0f} ms | | ≤ 10 ms |")
+        if g["seconds"]["flow_server_cpt1"]:
+            lines.append(f"| same as the running-server row, one cell per Prefect task (`execution.cells_per_task: 1`, "
+                         f"before batching) | {m['flow_server_cpt1']:.1f} | {g['ratio_cpt1_server']:.2f}× | (reference) |")
+        if g["seconds"]["flow_server10_cpt1"] and g["seconds"]["direct10"]:
+            lines.append(f"| per-cell slope, one cell per Prefect task | {g['per_cell_ms_cpt1']:.0f} ms | | (reference) |")
         if g["seconds"]["flow_inline_server10"] and g["seconds"]["direct10"]:
             lines.append(f"| same, child runs logged inline (pre-P) | {g['per_cell_ms_inline']:.0f} ms | | (reference) |")
         for arm, peaks in sorted(PEAK_RSS_MB.items()):

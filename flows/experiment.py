@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from fairmiss.codeversion import code_version
 from fairmiss.tracking import WRITER_ENV, CellWriter, RemoteTracker, Tracker, prestart_writer
 from flows import errors
 from flows.errors import check_all_failed
-from flows.fastcheck import run_fingerprint  # pure (no Prefect): shared with the fast up-to-date check
+from flows.fastcheck import finished_cell_keys, run_fingerprint  # pure (no Prefect): shared with the fast up-to-date check
 from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
 
 logger = logging.getLogger(__name__)
@@ -110,6 +111,65 @@ class StoppableThreadPoolTaskRunner(ThreadPoolTaskRunner):
             logging.getLogger(__name__).warning("flow stopping (%s): not waiting for %d task thread(s)",
                                                 exc_type.__name__, running)
         super().__exit__(exc_type, exc_value, traceback)
+
+
+class CellSink:
+    """Where the thread runner's batch tasks (``execution.cells_per_task``) hand over each cell's result as soon as
+    the cell finishes, so the flow passes it on to the tracking writer at once, as with one cell per task: a
+    SIGKILL loses only the cells computing at the time, not a batch's finished ones. Batches are named by their
+    first cell's key. Same process only (a thread-runner task gets the sink itself, quoted)."""
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._results: dict = {}
+        self._ended: set = set()
+        self.stopped = False
+
+    def put(self, key: str, result) -> bool:
+        """Hand over ``result``; False once the flow has stopped (the batch should not start another cell)."""
+        with self._cv:
+            self._results[key] = result
+            self._cv.notify_all()
+            return not self.stopped
+
+    def end(self, batch: str) -> None:
+        with self._cv:
+            self._ended.add(batch)
+            self._cv.notify_all()
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def take(self, key: str, batch: str, future):
+        """The result of cell ``key``, waiting for it; the batch's task exception if the batch ended without it."""
+        wrapped = getattr(future, "wrapped_future", None)
+        with self._cv:
+            while key not in self._results and batch not in self._ended \
+                    and not (wrapped is not None and wrapped.done()):
+                self._cv.wait(0.5)  # a timeout, so a signal's exception is raised here promptly
+            if key in self._results:
+                return self._results.pop(key)
+        future.result()  # the task's own exception (or a cancelled task's)
+        raise RuntimeError(f"cell {key}: its task (batch {batch}) ended without a result")
+
+
+def cell_batches(cells: list, execution) -> list[list]:
+    """``cells`` cut, in order, into the batches of ``execution.cells_per_task`` (see :class:`fairmiss.config.experiment.ExecutionSpec`):
+    ``auto`` with the thread runner = guided batches, ``ceil(left / (4 × max_workers))`` cells capped at 32,
+    so the first batches amortise Prefect's per-task cost and the last ones are single cells that the workers
+    finish together; ``auto`` with the process and Dask runners = one cell per task; an integer = that size."""
+    k = execution.cells_per_task
+    out, i = [], 0
+    while i < len(cells):
+        if k != "auto":
+            n = k
+        elif execution.task_runner == "thread":
+            n = min(32, -(-(len(cells) - i) // (4 * execution.max_workers)))
+        else:
+            n = 1
+        out.append(cells[i:i + n])
+        i += n
+    return out
 
 
 class CellProgress:
@@ -241,22 +301,14 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
     # The flow's tracking goes through the writer process (issue P, RemoteTracker): MLflow's store is imported
     # and opened there, beside Prefect's start and the data build, not on this process's critical path.
     # FAIRMISS_TRACKING_WRITER=inline: a Tracker in this process, every run logged here (the reference path).
-    writer = None
+    writer = tracker = None
     if os.environ.get(WRITER_ENV, "process") != "inline":
         writer = CellWriter(uri=cfg.tracking.uri, experiment_name=cfg.tracking.experiment_name or cfg.experiment)
-        try:
-            tracker = RemoteTracker(writer)
-        except BaseException:
-            writer.abort(timeout=5.0)
-            raise
     else:
         tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
 
     def tracked():
-        tracker.reap_dead_runs()
-        # the MLflow UI's runs page opened with ?viewStateShareKey=fairmiss-<metric> shows the fairness metric and
-        # accuracy as columns, sorted by the metric (what `fairmiss ui` prints)
-        tracker.set_experiment_tags(dict([shared_view_tag(cfg.fairness_metric)]))
+        nonlocal tracker
         groups = group_names(data.dataset)
         tags = {"dataset": data.dataset, "data.processed_hash": data.data_hash, "config.hash": cfg.config_hash,
                 "run.fingerprint": fingerprint, "groups": json.dumps(groups, sort_keys=True),
@@ -267,6 +319,59 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
         threads = max(1, cores // cfg.execution.max_workers)
         note = (cfg.description.strip() + "\n\n" if cfg.description.strip() else "") + \
             f"Dataset `{data.dataset}`; groups: " + ", ".join(f"{k} = {v}" for k, v in groups.items()) + "."
+        # task caching: a cell whose cache key (its own config, the processed-data hash, the code
+        # version) matches a FINISHED run in the store is reused; the cache lives in MLflow, not in
+        # Prefect's result storage (see cell_cache_key and the README)
+        code = code_version()
+        keys = {c.key: pipeline.cell_cache_key(cfg, c, data_hash=data.data_hash, code_version=code) for c in cells}
+        miss_by_label = {missingness_label(m): m for m in cfg.missingness}
+
+        def split_key(c):
+            return (c.split_index, missingness_label(c.missingness))
+
+        # quote(): the cells' inputs are plain values (or, with threads, the split futures the task resolves), so
+        # Prefect need not walk the config, the DataFrame and the split arrays looking for futures on every submit
+        # and again in the task (issue P: ~8 ms a cell on the flow's thread and as much in the worker, py-spy).
+        # Thread runner only: Dask rebuilds tuples it finds in a task's arguments, so a quote (a tuple) would
+        # reach the task as a plain tuple, and there the inputs are pickled anyway.
+        thread = cfg.execution.task_runner == "thread"
+        q = quote if thread else (lambda x: x)
+        # several cells per Prefect task (execution.cells_per_task, issue P); with the thread runner each
+        # result comes back through the sink as soon as its cell finishes
+        sink = CellSink() if thread else None
+        split_futures, futures, batch_results = {}, {}, {}
+        n_tasks = 0
+
+        def submit_splits(todo) -> None:
+            for k in sorted({split_key(c) for c in todo} - set(split_futures)):
+                split_futures[k] = split_task.submit(cfg, data, k[0], miss_by_label[k[1]], config_path=config_path)
+
+        def submit_cells(todo, splits) -> None:
+            nonlocal n_tasks
+            for batch in cell_batches(todo, cfg.execution):
+                f = fit_evaluate_task.submit(q(cfg), q(batch), q(data), q([splits[split_key(c)] for c in batch]),
+                                             threads, q(sink) if thread else None)
+                futures.update({c.key: (f, batch) for c in batch})
+                n_tasks += 1
+
+        # Issue P: with the thread runner and the tracking writer, the cells start before MLflow's store is open
+        # (the writer's ~2 s of imports and store start-up then overlap the computation): the cells already
+        # FINISHED are read from the SQLite store directly (flows.fastcheck.finished_cell_keys; resume off: none),
+        # and each batch task waits for its split's future itself. Other stores and runners: as before, the cells
+        # start once the store has answered and the splits are made.
+        early = None
+        if writer is not None and thread:
+            early = finished_cell_keys(cfg, set(keys.values())) if cfg.execution.resume else set()
+        if early is not None:
+            first = [c for c in cells if keys[c.key] not in early]
+            submit_splits(first)
+            submit_cells(first, split_futures)  # batch tasks resolve the split futures (same process)
+        if tracker is None:
+            tracker = RemoteTracker(writer)  # waits for the writer's store: its error is Tracker()'s
+        tracker.reap_dead_runs()
+        # the MLflow UI's runs page opened with ?viewStateShareKey=fairmiss-<metric> shows the fairness metric and
+        # accuracy as columns, sorted by the metric (what `fairmiss ui` prints)
+        tracker.set_experiment_tags(dict([shared_view_tag(cfg.fairness_metric)]))
         with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment", "mlflow.note.content": note}) as parent:
             tracker.log_params(parent, {"config_path": config_path, "n_cells": len(cells),
                                         "groups": json.dumps(groups, sort_keys=True),
@@ -280,36 +385,33 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
             tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
             if data.docs_index:
                 tracker.log_artifact(parent, Path(data.docs_index).parent, "data_docs")
-            # task caching: a cell whose cache key (its own config, the processed-data hash, the code
-            # version) matches a FINISHED run in the store is reused; the cache lives in MLflow, not in
-            # Prefect's result storage (see cell_cache_key and the README)
-            code = code_version()
-            keys = {c.key: pipeline.cell_cache_key(cfg, c, data_hash=data.data_hash, code_version=code) for c in cells}
-            cached = tracker.finished_cells_by_cache_key(set(keys.values())) if cfg.execution.resume else {}
+            # the reused runs themselves (params, metrics, run id) come from the store; with `early`, only for the
+            # keys found there, so no cell is both computed and reused (one found early but gone since is computed)
+            wanted = set(keys.values()) if early is None else early
+            cached = tracker.finished_cells_by_cache_key(wanted) if cfg.execution.resume and wanted else {}
             done = {k: cached[keys[k]] for k in keys if keys[k] in cached}
             pending = [c for c in cells if c.key not in done]
             if done:
                 log.info("cache: %d of %d cells already FINISHED with the same cell key (reused)", len(cells) - len(pending),
                          len(cells))
-            split_keys = sorted({(c.split_index, missingness_label(c.missingness)) for c in pending})
-            miss_by_label = {missingness_label(m): m for m in cfg.missingness}
-            split_futures = {k: split_task.submit(cfg, data, k[0], miss_by_label[k[1]], config_path=config_path)
-                             for k in split_keys}
-            # wait for every split before submitting cells: a failed split raises its own exception here (e.g.
-            # MissingnessError, ConfigError for split.test_size); handing the failed future to the cells
-            # would leave them PENDING and surface as Prefect's UnfinishedRun instead
+            late = [c for c in pending if c.key not in futures]
+            submit_splits(late)
+            # every split made before the cells are collected: a failed split raises its own exception here, inside
+            # the parent run (e.g. MissingnessError, ConfigError for split.test_size); handing the failed future to
+            # Prefect would leave the cells PENDING and surface as Prefect's UnfinishedRun instead
             splits = {k: f.result() for k, f in split_futures.items()}
-            # quote(): the cells' inputs are plain values (the splits were resolved above), so Prefect need not walk
-            # the config, the DataFrame and the split arrays looking for futures on every submit and again in the
-            # task (issue P: ~8 ms a cell on the flow's thread and as much in the worker, measured with py-spy).
-            # Thread runner only: Dask rebuilds tuples it finds in a task's arguments, so a quote (a tuple) would
-            # reach the task as a plain tuple, and there the inputs are pickled anyway.
-            q = quote if cfg.execution.task_runner == "thread" else (lambda x: x)
-            futures = {
-                c.key: fit_evaluate_task.submit(q(cfg), q(c), q(data),
-                                                q(splits[(c.split_index, missingness_label(c.missingness))]), threads)
-                for c in pending
-            }
+            submit_cells(late, splits)
+            if pending:
+                log.info("%d cells in %d Prefect task runs (execution.cells_per_task: %s)", len(pending), n_tasks,
+                         cfg.execution.cells_per_task)
+
+            def result_of(key):
+                f, batch = futures[key]
+                if sink is not None:
+                    return sink.take(key, batch[0].key, f)
+                if batch[0].key not in batch_results:
+                    batch_results[batch[0].key] = dict(zip((c.key for c in batch), f.result(), strict=True))
+                return batch_results[batch[0].key][key]
             results = []
             X_example = data.df[data.features].head(20)
             progress = CellProgress(len(cells), len(pending), cfg.experiment)
@@ -320,8 +422,12 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
                                  dataset={"df": data.df, "name": data.dataset, "digest": data.data_hash,
                                           "source": source, "targets": data.label})
             # an error here ends the parent run FAILED through the writer after the cells handed to it
-            _collect_cells(cfg, cells, done, futures, tracker, writer, parent, tags, keys, data, groups, source,
-                           X_example, progress, results, log)
+            try:
+                _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, keys, data, groups,
+                               source, X_example, progress, results, log)
+            finally:
+                if sink is not None:
+                    sink.stop()  # after an error or a signal, the batches still running start no other cell
             progress.close()
             # The results, tables, figures and report are written into a staging directory while the writer
             # process still writes the last child runs (issue P: the report's ~3 s of matplotlib no longer wait
@@ -461,7 +567,7 @@ def _publish(stage: Path, out_dir: Path, names: list[str]) -> dict[str, Path]:
     return out
 
 
-def _collect_cells(cfg, cells, done, futures, tracker, writer, parent, tags, keys, data, groups, source, X_example,
+def _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, keys, data, groups, source, X_example,
                    progress, results, log) -> None:
     """Results of every cell in config order: reused ones from the store, computed ones as their tasks finish,
     each handed to the tracking writer (or logged inline) as soon as it is there."""
@@ -474,7 +580,7 @@ def _collect_cells(cfg, cells, done, futures, tracker, writer, parent, tags, key
             progress.step(computed=False)
             results.append(res)
             continue
-        res = futures[cell.key].result()
+        res = result_of(cell.key)
         cell_tags = {**tags, "cell.cache_key": keys[cell.key],
                      "mlflow.note.content": cell_description(res, data.dataset, groups)}
         name = run_name(res, with_missingness=len(cfg.missingness) > 1)

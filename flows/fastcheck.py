@@ -83,6 +83,42 @@ LIMIT 1
 """
 
 
+_CELLS_QUERY = """
+SELECT DISTINCT t.value
+FROM runs r
+JOIN experiments e ON e.experiment_id = r.experiment_id
+JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = 'cell.cache_key'
+JOIN tags s ON s.run_uuid = r.run_uuid AND s.key = 'cell.status' AND s.value = 'ok'
+WHERE e.name = :experiment {workspace} AND r.status = 'FINISHED' AND r.lifecycle_stage = 'active'
+"""
+
+
+def finished_cell_keys(cfg, keys: set[str]) -> set[str] | None:
+    """The cache keys among ``keys`` that a FINISHED, ok child run carries in the config's store — the question
+    :meth:`fairmiss.tracking.Tracker.finished_cells_by_cache_key` answers, read here with :mod:`sqlite3` in
+    milliseconds, so the flow can start its cells before MLflow's store is open (issue P). An empty set when
+    the database does not exist yet; ``None`` when this cannot be read cheaply (not a SQLite store, or any
+    SQLite error): the flow then asks the store itself, whose error is the one to report."""
+    db = sqlite_path(tracking_uri(cfg))
+    if db is None:
+        return None
+    if not db.exists():
+        return set()
+    try:
+        con = sqlite3.connect(f"file:{quote(str(db.resolve()))}?mode=ro", uri=True, timeout=30)
+        try:
+            cols = {row[1] for row in con.execute("PRAGMA table_info(experiments)")}
+            if not cols:
+                return None
+            sql = _CELLS_QUERY.format(workspace="AND e.workspace = 'default'" if "workspace" in cols else "")
+            found = {row[0] for row in con.execute(sql, {"experiment": cfg.tracking.experiment_name or cfg.experiment})}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return found & set(keys)
+
+
 def newest_finished_parent(db: Path, experiment: str, fingerprint: str) -> tuple[str, str | None, str | None] | None:
     """``(run_id, data.processed_hash tag, n_failed tag)`` of the newest FINISHED parent run with this
     fingerprint in ``experiment``, or ``None`` (no database, no such experiment or run). Read-only."""

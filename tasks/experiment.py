@@ -95,6 +95,27 @@ def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int
 
 
 @task(name="impute-train-evaluate", cache_policy=NO_CACHE)
-def fit_evaluate_task(cfg, cell, data, split, threads: int = 1) -> pipeline.CellResult:
-    # the model travels back to the flow (pickled under Dask / process runners) only if it is logged
-    return pipeline.fit_evaluate(cfg, cell, data, split, threads=threads, keep_model=cfg.tracking.log_models)
+def fit_evaluate_task(cfg, cells, data, splits, threads: int = 1, sink=None) -> list[pipeline.CellResult] | None:
+    """:func:`fairmiss.pipeline.fit_evaluate` on a batch of cells, in order (``execution.cells_per_task``), each
+    with its own split (with the thread runner, possibly the split task's future: the cells then start before the
+    flow has waited for the splits and the tracking store, and a failed split fails the batch with its error). With a ``sink`` (the thread runner's ``flows.experiment.CellSink``, same process) every
+    result is handed over as soon as its cell finishes and the task returns None; otherwise the list of results.
+    A cell's own failure is its result (``status``), not an exception, so one bad cell does not end the batch."""
+    from prefect.futures import PrefectFuture
+
+    out = []
+    try:
+        for cell, split in zip(cells, splits, strict=True):
+            if isinstance(split, PrefectFuture):  # thread runner: the split task's future, resolved here
+                split = split.result()
+            # the model travels back to the flow (pickled under Dask / process runners) only if it is logged
+            res = pipeline.fit_evaluate(cfg, cell, data, split, threads=threads, keep_model=cfg.tracking.log_models)
+            if sink is not None:
+                if not sink.put(cell.key, res):
+                    break  # the flow has stopped (an error or a signal): the rest of the batch is not wanted
+            else:
+                out.append(res)
+    finally:
+        if sink is not None:
+            sink.end(cells[0].key)  # the batch is over (also on an exception): the flow stops waiting for it
+    return None if sink is not None else out

@@ -31,7 +31,9 @@ def _runs(db):
 
 
 def test_sigkill_then_rerun(tmp_path):
-    cfg = small_config(tmp_path, split={"n_splits": 6})
+    # 24 cells: the kill lands mid-sweep (with 12, the batched cells were all computed by the time the writer had
+    # logged two of them, and the kill hit the report's hidden staging directory instead)
+    cfg = small_config(tmp_path, split={"n_splits": 12})
     db = tmp_path / "mlruns" / "mlflow.db"
     p = _flow(cfg, tmp_path, "a")
     t0 = time.time()
@@ -55,7 +57,7 @@ def test_sigkill_then_rerun(tmp_path):
     runs = _runs(db)
     assert not [r for r in runs if r[2] == "RUNNING"], runs
     m = json.loads((tmp_path / "results_b" / "compas_small" / "metrics.json").read_text())
-    assert m["n_failed"] == 0 and m["n_cells"] == 12
+    assert m["n_failed"] == 0 and m["n_cells"] == 24
     with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as c:
         reused = c.execute("select value from tags where key='n_reused'").fetchall()
     assert reused and int(reused[-1][0]) >= 2  # the cells finished before the kill were not recomputed

@@ -526,8 +526,22 @@ class Tracker:
                 warnings.simplefilter("ignore")
                 cache[key] = mlflow.data.from_pandas(df, source=source, name=name, digest=digest,
                                                      targets=targets)._to_mlflow_entity()
-        self.client.log_inputs(run_id, datasets=[DatasetInput(cache[key], tags=[InputTag("mlflow.data.context",
-                                                                                         context)])])
+        inputs = [DatasetInput(cache[key], tags=[InputTag("mlflow.data.context", context)])]
+        for attempt in range(3):
+            try:
+                self.client.log_inputs(run_id, datasets=inputs)
+                return
+            except Exception as exc:
+                # Several processes on one store logging the same dataset for the first time: MLflow's SQL store
+                # looks the (experiment, name, digest) row up, finds none, and inserts it; all but one insert fail
+                # on the table's unique key (seen with 4 processes on the default store). The row exists now, so
+                # the next attempt finds and links it.
+                text = str(exc)
+                if attempt == 2 or "datasets" not in text or not ("UNIQUE constraint failed" in text
+                                                                  or "duplicate key" in text):
+                    raise
+                logger.info("dataset %s: created by another process at the same moment; linking it (%s)", name,
+                            text.splitlines()[0][:200])
 
     @_guard_store
     def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:

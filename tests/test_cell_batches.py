@@ -1,0 +1,182 @@
+"""Several cells per Prefect task (``execution.cells_per_task``, issue P): how the cells are cut into batches, the
+sink that hands each result over as soon as its cell ends, and — through the real flow — that results, child runs
+and a failing cell inside a batch are the same as with one cell per task."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import sqlite3
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+from conftest import small_config
+
+from fairmiss.config import ConfigError, load_config
+from flows.experiment import CellSink, cell_batches, run_experiment
+
+
+def _ex(**kw):
+    return SimpleNamespace(**{"cells_per_task": "auto", "task_runner": "thread", "max_workers": 2, **kw})
+
+
+@pytest.mark.parametrize("n,workers", [(1, 1), (7, 2), (100, 1), (100, 2), (1000, 2), (13, 8)])
+def test_auto_thread_batches_are_guided_and_keep_the_order(n, workers):
+    cells = list(range(n))
+    batches = cell_batches(cells, _ex(max_workers=workers))
+    assert [c for b in batches for c in b] == cells  # every cell once, config order
+    left = n
+    for b in batches:  # the rule, recomputed from its statement: ceil(left / (4 x workers)), at most 32
+        assert len(b) == min(32, max(1, -(-left // (4 * workers))))
+        left -= len(b)
+    assert len(batches[-1]) == 1
+    assert all(len(a) >= len(b) for a, b in zip(batches, batches[1:]))  # shrinking
+    if n >= 4 * workers * 2:
+        assert len(batches) < n  # batching actually happens on a grid of this size
+
+
+def test_auto_is_one_cell_per_task_off_the_thread_runner_and_an_integer_is_a_size():
+    cells = list(range(10))
+    for runner in ("process", "dask"):
+        assert cell_batches(cells, _ex(task_runner=runner)) == [[c] for c in cells]
+    for runner in ("thread", "process", "dask"):
+        assert cell_batches(cells, _ex(task_runner=runner, cells_per_task=4)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert cell_batches([], _ex()) == []
+
+
+@pytest.mark.parametrize("bad", [0, -1, "some", 1.5])
+def test_cells_per_task_rejects_bad_values(tmp_path, bad):
+    cfg = small_config(tmp_path, execution={"cells_per_task": bad})
+    with pytest.raises(ConfigError, match="cells_per_task"):
+        load_config(cfg)
+
+
+def test_sink_hands_results_over_as_they_come_and_raises_the_task_error():
+    sink = CellSink()
+    fut = concurrent.futures.Future()
+    got = []
+    reader = threading.Thread(target=lambda: got.extend([sink.take("a", "a", fut), sink.take("b", "a", fut)]))
+    reader.start()
+    assert sink.put("a", 1) is True
+    time.sleep(0.2)
+    assert got == [] or got == [1]  # "b" not there yet: the reader still waits
+    assert reader.is_alive()
+    sink.put("b", 2)
+    sink.end("a")
+    reader.join(5)
+    assert got == [1, 2]
+    # a batch that ended without the cell: the task's own exception reaches the flow
+    failed = concurrent.futures.Future()
+    failed.set_exception(KeyError("boom"))
+    sink.end("c")
+    with pytest.raises(KeyError, match="boom"):
+        sink.take("c", "c", failed)
+    # a batch that ended without the cell and without an exception
+    fine = concurrent.futures.Future()
+    fine.set_result(None)
+    with pytest.raises(RuntimeError, match="ended without a result"):
+        sink.take("d", "c", fine)
+    sink.stop()
+    assert sink.put("e", 3) is False  # a stopped flow: the batch starts no other cell
+
+
+BAD = {"kind": "estimator", "name": "bad_lr", "estimator": "sklearn.linear_model.LogisticRegression",
+       "params": {"solver": "liblinear", "penalty": "elasticnet", "l1_ratio": 0.5}}
+
+
+def _run(tmp_path, name, cells_per_task, runner="thread"):
+    cfg = small_config(tmp_path / name, split={"test_size": 0.3, "n_splits": 3},
+                       learners=[{"kind": "decision_tree", "name": "tree_d3", "max_depth": 3}, BAD],
+                       execution={"max_workers": 2, "cells_per_task": cells_per_task, "task_runner": runner,
+                                  "resume": False})
+    out = run_experiment(cfg, results_dir=str(tmp_path / name / "results"),
+                         processed_dir=str(tmp_path / "processed"))
+    metrics = (tmp_path / name / "results" / "compas_small" / "metrics.json").read_bytes()
+    with sqlite3.connect(tmp_path / name / "mlruns" / "mlflow.db") as c:
+        runs = c.execute("select name, status from runs").fetchall()
+    return out, metrics, runs
+
+
+def test_batched_flow_same_metrics_runs_and_failures_as_one_cell_per_task(tmp_path):
+    """12 cells (3 splits x 2 imputers x 2 learners), one learner failing in every cell: batches of 5 (each mixing
+    good and failing cells), guided batches and one cell per task give byte-identical metrics, one FINISHED or
+    FAILED child run per cell and the same failed cells."""
+    outs = {k: _run(tmp_path, f"cpt_{k}", k) for k in (1, 5, "auto")}
+    ref_out, ref_metrics, ref_runs = outs[1]
+    assert len(ref_out["failed"]) == 6 and all("bad_lr" in k for k in ref_out["failed"])
+    assert json.loads(ref_metrics)["n_cells"] == 12
+    for k, (out, metrics, runs) in outs.items():
+        assert metrics == ref_metrics, k
+        assert sorted(out["failed"]) == sorted(ref_out["failed"]), k
+        assert sorted(runs) == sorted(ref_runs), k
+        children = [r for r in runs if r[0] != "compas_small"]
+        assert len(children) == 12 and sum(s == "FAILED" for _, s in children) == 6, (k, runs)
+        assert not [r for r in runs if r[1] == "RUNNING"]
+
+
+def test_batches_on_the_process_runner_return_their_results(tmp_path):
+    """An integer cells_per_task with the process runner: each batch's list comes back pickled, same metrics."""
+    _, ref_metrics, _ = _run(tmp_path, "thread1", 1)
+    _, metrics, runs = _run(tmp_path, "proc3", 3, runner="process")
+    assert metrics == ref_metrics
+    assert len([r for r in runs if r[0] != "compas_small"]) == 12
+
+
+
+def test_finished_cell_keys_reads_what_the_tracker_finds(tmp_path):
+    """The flow's early cache lookup (plain sqlite3) against Tracker.finished_cells_by_cache_key on a real store
+    holding every kind of run: FINISHED ok, FINISHED with a failed cell, FAILED, RUNNING, deleted, another
+    experiment, no key. Same keys; an empty set for a store not created yet; None for a file that is no store."""
+    from mlflow.tracking import MlflowClient
+
+    from fairmiss.tracking import Tracker
+    from flows.fastcheck import finished_cell_keys
+
+    cfg = load_config(small_config(tmp_path))
+    assert finished_cell_keys(cfg, {"k1"}) == set()  # no database yet
+    tr = Tracker(cfg.tracking.uri, cfg.experiment)
+    client = MlflowClient(cfg.tracking.uri)
+    other = client.create_experiment("another")
+
+    def run(key, status="FINISHED", cell_status="ok", exp=None, delete=False):
+        tags = {"cell.status": cell_status} if cell_status else {}
+        if key:
+            tags["cell.cache_key"] = key
+        r = client.create_run(exp or tr.experiment_id, tags=tags)
+        if status != "RUNNING":
+            client.set_terminated(r.info.run_id, status=status)
+        if delete:
+            client.delete_run(r.info.run_id)
+
+    run("k1")
+    run("k1")  # twice: one key
+    run("k2", cell_status="error")
+    run("k3", status="FAILED")
+    run("k4", status="RUNNING")
+    run("k5", delete=True)
+    run("k6", exp=other)
+    run(None)
+    run("k7")
+    keys = {f"k{i}" for i in range(1, 9)}
+    fast = finished_cell_keys(cfg, keys)
+    assert fast == set(tr.finished_cells_by_cache_key(keys)) == {"k1", "k7"}
+    assert finished_cell_keys(cfg, {"k7", "k8"}) == {"k7"}
+    bad = load_config(small_config(tmp_path / "bad", tracking={"uri": f"sqlite:///{tmp_path / 'junk.db'}"}))
+    (tmp_path / "junk.db").write_bytes(b"this is not a database" * 100)
+    assert finished_cell_keys(bad, {"k1"}) is None  # the store's own error is reported by the tracker instead
+    http = load_config(small_config(tmp_path / "http", tracking={"uri": "http://127.0.0.1:9"}))
+    assert finished_cell_keys(http, {"k1"}) is None
+
+
+def test_a_split_that_cannot_be_made_fails_the_parent_run_with_its_error(tmp_path):
+    """The cells start before the splits are waited for (thread runner): a split the data cannot give still
+    raises its own ConfigError in the flow, inside the parent run, which ends FAILED; nothing stays RUNNING."""
+    cfg = small_config(tmp_path, split={"test_size": 0.0001, "n_splits": 1})
+    with pytest.raises(ConfigError, match=r"split: test_size 0.0001"):
+        run_experiment(cfg, results_dir=str(tmp_path / "results"), processed_dir=str(tmp_path / "processed"))
+    with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as c:
+        runs = c.execute("select name, status from runs").fetchall()
+    assert runs == [("compas_small", "FAILED")]
+    assert not (tmp_path / "results" / "compas_small").exists()
