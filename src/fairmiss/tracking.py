@@ -51,7 +51,7 @@ from mlflow.tracking import MlflowClient
 import fairmiss
 from fairmiss.codeversion import code_version
 from fairmiss.cpu import cpu_fingerprint
-from fairmiss.config import ConfigError
+from fairmiss._errors import ConfigError  # the leaf module: the writer process does not import the config stack (sklearn)
 from fairmiss.io import atomic_path, file_lock
 
 logger = logging.getLogger(__name__)
@@ -985,9 +985,18 @@ def _writer_main() -> None:
             tracker = Tracker(*store)
         except BaseException as exc:
             tracker = exc
-    # after the store: the flow's first call (RemoteTracker) needs the store, the first cell these modules
-    for name in filter(None, os.environ.get("FAIRMISS_WRITER_PRELOAD", "").split(",")):
-        importlib.import_module(name)  # e.g. the module of the cells' result type, imported while idle
+    # after the store, and in a thread: the flow's first calls (RemoteTracker) need only the store and are answered
+    # at once, the first cell needs these modules (e.g. the module of the cells' result type; unpickling a cell
+    # imports it anyway, waiting for this thread's import if it is still running — Python's per-module import lock)
+    preload = [m for m in os.environ.get("FAIRMISS_WRITER_PRELOAD", "").split(",") if m]
+
+    def _preload() -> None:
+        for name in preload:
+            with contextlib.suppress(Exception):  # an import error surfaces where the module is really needed
+                importlib.import_module(name)
+
+    if preload:
+        threading.Thread(target=_preload, name="fairmiss-writer-preload", daemon=True).start()
 
     def answer(kind, key, payload) -> None:
         data = pickle.dumps((kind, key, payload), protocol=pickle.HIGHEST_PROTOCOL)  # all or nothing
@@ -1198,9 +1207,14 @@ _GLOBAL_URI_LOCK = threading.Lock()
 
 
 def _register_model_loader() -> None:
-    from fairmiss.learners.mlflow_model import set_model_loader
+    """Give an already imported :mod:`fairmiss.learners.mlflow_model` this module's loader. Otherwise that module
+    imports :func:`load_logged_model` itself when it first loads a model: importing it here would bring the whole
+    learner stack (scikit-learn, SciPy: ~0.7 s) into the tracking writer process before it can open the store."""
+    import sys
 
-    set_model_loader(load_logged_model)
+    module = sys.modules.get("fairmiss.learners.mlflow_model")
+    if module is not None:
+        module.set_model_loader(load_logged_model)
 
 
 _register_model_loader()

@@ -107,9 +107,12 @@ def _load(uri: str, tracking_uri: str | None):
     if not _LOADER:
         import importlib.util
 
-        # the flows and tasks import fairmiss.tracking, which registers the loader; plain library use must too
-        hint = "import fairmiss.tracking" if importlib.util.find_spec("mlflow") else "install mlflow"
-        raise RuntimeError(f"no MLflow model loader registered to load {uri!r} ({hint} first)")
+        if not importlib.util.find_spec("mlflow"):
+            raise RuntimeError(f"no MLflow model loader registered to load {uri!r} (install mlflow first)")
+        # imported here, not at this module's import: the learners need no MLflow until a deployed model is loaded
+        from fairmiss.tracking import load_logged_model
+
+        set_model_loader(load_logged_model)
     return _LOADER[0](uri, tracking_uri)
 
 
