@@ -115,7 +115,9 @@ def main(argv=None) -> int:
     if dk:
         sp = dk["dask"]["speedup"]["dask"]
         dm = dk["dask"]["median"]
-        row(f"Dask 2 workers vs 1 ({args.cpu_cells} forests of {args.cpu_trees} trees)", "1.70×",
+        stale = " — **not re-run by this command** (`--skip dask`: the earlier run's `p_table_dask.json`)" \
+            if "dask" in skip else ""
+        row(f"Dask 2 workers vs 1 ({args.cpu_cells} forests of {args.cpu_trees} trees){stale}", "1.70×",
             f"{sp:.2f}× ({dm['dask1']:.1f} → {dm['dask2']:.1f} s)", "≥ 1.7× kept", sp >= 1.7)
     if lr:
         import statistics
