@@ -52,6 +52,7 @@ import fairmiss
 from fairmiss.codeversion import code_version
 from fairmiss.cpu import cpu_fingerprint
 from fairmiss._errors import ConfigError  # the leaf module: the writer process does not import the config stack (sklearn)
+from fairmiss._model_loader import set_model_loader
 from fairmiss.io import atomic_path, file_lock
 
 logger = logging.getLogger(__name__)
@@ -1206,15 +1207,6 @@ def load_logged_model(model_uri: str, tracking_uri: str | None = None):
 _GLOBAL_URI_LOCK = threading.Lock()
 
 
-def _register_model_loader() -> None:
-    """Give an already imported :mod:`fairmiss.learners.mlflow_model` this module's loader. Otherwise that module
-    imports :func:`load_logged_model` itself when it first loads a model: importing it here would bring the whole
-    learner stack (scikit-learn, SciPy: ~0.7 s) into the tracking writer process before it can open the store."""
-    import sys
-
-    module = sys.modules.get("fairmiss.learners.mlflow_model")
-    if module is not None:
-        module.set_model_loader(load_logged_model)
-
-
-_register_model_loader()
+# the mlflow_model learner loads deployed models through this module, by way of a leaf hook (no import of the
+# learner stack here: the writer process opens its store without scikit-learn, issue P)
+set_model_loader(load_logged_model)

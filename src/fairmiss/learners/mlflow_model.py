@@ -38,11 +38,12 @@ Choices, written down:
 from __future__ import annotations
 
 import re
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import field_validator
 
+from fairmiss._model_loader import model_loader, set_model_loader  # set_model_loader: re-exported (__all__)
 from fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase
 
 __all__ = ["MLflowModelSpec", "PrefitModel", "set_model_loader", "check_model_uri_syntax"]
@@ -95,25 +96,15 @@ class MLflowModelSpec(_LearnerBase):
         return False  # the multiple imputer refits what it wraps; a deployed model is not refitted
 
 
-_LOADER: list[Callable] = []
-
-
-def set_model_loader(fn: Callable[[str, str | None], object]) -> None:
-    """Register ``fn(model_uri, tracking_uri) -> fitted model`` (done by :mod:`fairmiss.tracking`)."""
-    _LOADER[:] = [fn]
-
-
 def _load(uri: str, tracking_uri: str | None):
-    if not _LOADER:
+    loader = model_loader()
+    if loader is None:
         import importlib.util
 
-        if not importlib.util.find_spec("mlflow"):
-            raise RuntimeError(f"no MLflow model loader registered to load {uri!r} (install mlflow first)")
-        # imported here, not at this module's import: the learners need no MLflow until a deployed model is loaded
-        from fairmiss.tracking import load_logged_model
-
-        set_model_loader(load_logged_model)
-    return _LOADER[0](uri, tracking_uri)
+        # the flows and tasks import fairmiss.tracking, which registers the loader; plain library use must too
+        hint = "import fairmiss.tracking" if importlib.util.find_spec("mlflow") else "install mlflow"
+        raise RuntimeError(f"no MLflow model loader registered to load {uri!r} ({hint} first)")
+    return loader(uri, tracking_uri)
 
 
 class PrefitModel:
