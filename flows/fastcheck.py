@@ -97,26 +97,32 @@ def finished_cell_keys(cfg, keys: set[str]) -> set[str] | None:
     """The cache keys among ``keys`` that a FINISHED, ok child run carries in the config's store — the question
     :meth:`fairmiss.tracking.Tracker.finished_cells_by_cache_key` answers, read here with :mod:`sqlite3` in
     milliseconds, so the flow can start its cells before MLflow's store is open (issue P). An empty set when
-    the database does not exist yet; ``None`` when this cannot be read cheaply (not a SQLite store, or any
-    SQLite error): the flow then asks the store itself, whose error is the one to report."""
+    the database does not exist yet; ``None`` when this cannot be read cheaply (not a SQLite store, not an MLflow
+    store yet, or any SQLite error): the flow then asks the store itself, whose error is the one to report."""
     db = sqlite_path(tracking_uri(cfg))
     if db is None:
         return None
     if not db.exists():
         return set()
     try:
-        con = sqlite3.connect(f"file:{quote(str(db.resolve()))}?mode=ro", uri=True, timeout=30)
-        try:
-            cols = {row[1] for row in con.execute("PRAGMA table_info(experiments)")}
-            if not cols:
-                return None
-            sql = _CELLS_QUERY.format(workspace="AND e.workspace = 'default'" if "workspace" in cols else "")
-            found = {row[0] for row in con.execute(sql, {"experiment": cfg.tracking.experiment_name or cfg.experiment})}
-        finally:
-            con.close()
+        rows = _select(db, _CELLS_QUERY, {"experiment": cfg.tracking.experiment_name or cfg.experiment})
     except sqlite3.Error:
         return None
-    return found & set(keys)
+    return None if rows is None else {row[0] for row in rows} & set(keys)
+
+
+def _select(db: Path, template: str, params: dict) -> list | None:
+    """The rows of ``template`` (its ``{workspace}`` filled for MLflow stores that have workspaces) on ``db``,
+    opened read-only; ``None`` for an empty file or one that is not an MLflow store yet."""
+    con = sqlite3.connect(f"file:{quote(str(db.resolve()))}?mode=ro", uri=True, timeout=30)
+    try:
+        cols = {row[1] for row in con.execute("PRAGMA table_info(experiments)")}
+        if not cols:
+            return None
+        sql = template.format(workspace="AND e.workspace = 'default'" if "workspace" in cols else "")
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
 
 
 def newest_finished_parent(db: Path, experiment: str, fingerprint: str) -> tuple[str, str | None, str | None] | None:
@@ -124,15 +130,8 @@ def newest_finished_parent(db: Path, experiment: str, fingerprint: str) -> tuple
     fingerprint in ``experiment``, or ``None`` (no database, no such experiment or run). Read-only."""
     if not db.is_file():
         return None
-    con = sqlite3.connect(f"file:{quote(str(db.resolve()))}?mode=ro", uri=True, timeout=30)
-    try:
-        cols = {row[1] for row in con.execute("PRAGMA table_info(experiments)")}
-        if not cols:  # an empty file, or not an MLflow store yet
-            return None
-        sql = _QUERY.format(workspace="AND e.workspace = 'default'" if "workspace" in cols else "")
-        return con.execute(sql, {"fingerprint": fingerprint, "experiment": experiment}).fetchone()
-    finally:
-        con.close()
+    rows = _select(db, _QUERY, {"fingerprint": fingerprint, "experiment": experiment})
+    return rows[0] if rows else None
 
 
 def finished_results(cfg, results_dir: str | Path = "results") -> dict | None:
