@@ -69,6 +69,23 @@ __all__ = ["Tracker", "TrackingStoreError", "resolve_uri", "git_commit", "DEFAUL
 logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
 
 
+def _lost_insert_race(write, table: str, what: str, attempts: int = 3):
+    """``write()``, retried when it lost an insert race on ``table``'s unique key to another process on the same
+    store. MLflow's SQL store looks a row up, finds none and inserts it; when several processes do this at the same
+    moment (seen with 4 processes on the default store: the dataset of the parent runs, the experiment's view
+    tag), all but one insert fail with IntegrityError. The row exists then, so the next attempt finds it."""
+    for attempt in range(attempts):
+        try:
+            return write()
+        except Exception as exc:
+            text = str(exc)
+            if attempt == attempts - 1 or table not in text or not ("UNIQUE constraint failed" in text
+                                                                    or "duplicate key" in text):
+                raise
+            logger.info("%s: written by another process at the same moment; again (%s)", what,
+                        text.splitlines()[0][:200])
+
+
 class TrackingStoreError(ConfigError):
     """The MLflow store (``tracking.uri`` / ``MLFLOW_TRACKING_URI``) cannot be used.
 
@@ -438,7 +455,8 @@ class Tracker:
         current = self.client.get_experiment(self.experiment_id).tags
         for k, v in tags.items():
             if current.get(k) != str(v):
-                self.client.set_experiment_tag(self.experiment_id, k, str(v))
+                _lost_insert_race(lambda: self.client.set_experiment_tag(self.experiment_id, k, str(v)),
+                                  "experiment_tags", f"experiment tag {k}")
 
     # ------------------------------------------------------------------ logging
     @_guard_store
@@ -528,21 +546,7 @@ class Tracker:
                 cache[key] = mlflow.data.from_pandas(df, source=source, name=name, digest=digest,
                                                      targets=targets)._to_mlflow_entity()
         inputs = [DatasetInput(cache[key], tags=[InputTag("mlflow.data.context", context)])]
-        for attempt in range(3):
-            try:
-                self.client.log_inputs(run_id, datasets=inputs)
-                return
-            except Exception as exc:
-                # Several processes on one store logging the same dataset for the first time: MLflow's SQL store
-                # looks the (experiment, name, digest) row up, finds none, and inserts it; all but one insert fail
-                # on the table's unique key (seen with 4 processes on the default store). The row exists now, so
-                # the next attempt finds and links it.
-                text = str(exc)
-                if attempt == 2 or "datasets" not in text or not ("UNIQUE constraint failed" in text
-                                                                  or "duplicate key" in text):
-                    raise
-                logger.info("dataset %s: created by another process at the same moment; linking it (%s)", name,
-                            text.splitlines()[0][:200])
+        _lost_insert_race(lambda: self.client.log_inputs(run_id, datasets=inputs), "datasets", f"dataset {name}")
 
     @_guard_store
     def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
