@@ -34,7 +34,7 @@ from fairmiss.tracking import WRITER_ENV, CellWriter, RemoteTracker, Tracker, pr
 from flows import errors
 from flows.errors import check_all_failed
 from flows.fastcheck import finished_cell_keys, run_fingerprint  # pure (no Prefect): shared with the fast up-to-date check
-from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
+from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task, warm_worker
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,15 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
     3.14's ``ProcessPoolExecutor.terminate_workers`` is the public form.)
     """
 
+    def __init__(self, *args, prewarm: int = 0, warm: tuple = ((), ()), **kwargs):
+        super().__init__(*args, **kwargs)
+        self._prewarm = min(int(prewarm), self._max_workers)
+        self._warm = warm  # (imputer specs, learner specs): tasks.experiment.warm_worker's arguments
+
+    # duplicate() (Prefect's, unchanged) gives no warm-up: Prefect enters a duplicate of the flow's runner inside
+    # every worker, around each task it runs there (the hydrated flow context), and a warm-up there spawned
+    # workers of the worker, which the task then waited ~5 s to shut down (seen, py-spy).
+
     def __enter__(self):
         # With Prefect's ephemeral API (no PREFECT_API_URL), every spawned worker started a temporary API
         # server of its own (a uvicorn process each: seconds of start-up per worker, task runs recorded in
@@ -62,7 +71,16 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
             server = SubprocessASGIServer._instances.get(None)
             if server is not None and server.server_process is not None and server.port:
                 os.environ["PREFECT_API_URL"] = self._env_api_url = server.api_url
-        return super().__enter__()
+        runner = super().__enter__()
+        # Issue P: start the workers now. The executor spawns a worker only when a task arrives, and a spawned
+        # worker then imports Prefect and fairmiss (~2–3 s) before its first task; here that overlaps the flow's
+        # start and its data task instead of following them (the first split and cell start that much sooner).
+        # ``prewarm`` = min(max_workers, cells): never more workers than the run could use.
+        executor = getattr(self, "_executor", None)
+        if executor is not None:
+            for _ in range(self._prewarm):
+                executor.submit(warm_worker, *self._warm)
+        return runner
 
     def __exit__(self, exc_type, exc_value, traceback):
         try:
@@ -209,7 +227,8 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def _task_runner(cfg: ExperimentConfig):
+def _task_runner(cfg: ExperimentConfig, n_cells: int | None = None):
+    """The config's task runner; ``n_cells`` (default: every cell of ``cfg``) caps the process pool's warm-up."""
     if cfg.execution.task_runner == "dask":
         from prefect_dask import DaskTaskRunner
 
@@ -218,7 +237,10 @@ def _task_runner(cfg: ExperimentConfig):
         return DaskTaskRunner(cluster_kwargs={"n_workers": cfg.execution.max_workers, "threads_per_worker": 1,
                                               "processes": True, "dashboard_address": None})
     if cfg.execution.task_runner == "process":
-        return StoppableProcessPoolTaskRunner(max_workers=cfg.execution.max_workers)
+        return StoppableProcessPoolTaskRunner(
+            max_workers=cfg.execution.max_workers,
+            prewarm=sum(1 for _ in cfg.cells()) if n_cells is None else n_cells,
+            warm=(tuple(cfg.imputers), tuple(cfg.learners)))
     return StoppableThreadPoolTaskRunner(max_workers=cfg.execution.max_workers)
 
 
