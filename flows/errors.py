@@ -150,6 +150,53 @@ def _exit_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)
 
 
+#: read end of the signal wake-up pipe while :func:`run_guarded` runs (see :func:`redeliver_lost_sigterm`)
+_SIGNAL_PIPE: int | None = None
+
+
+def _watch_signals():
+    """Have the interpreter also write every caught signal's number to a pipe (``signal.set_wakeup_fd``, written
+    in C whatever the Python handler then does); ``None`` when that is not possible here."""
+    import signal
+
+    r, w = os.pipe()
+    for fd in (r, w):
+        os.set_blocking(fd, False)
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread
+        os.close(r)
+        os.close(w)
+        return None
+    return r, w, old
+
+
+def redeliver_lost_sigterm() -> None:
+    """Deliver again a SIGTERM whose exception was lost; call it only where the flow makes normal progress.
+
+    The SIGTERM handlers (Prefect's bridge during a flow run, :func:`_exit_on_sigterm` around it) stop the flow by
+    raising in the main thread wherever it is. When that happens inside a finalizer (``__del__``, seen: an asyncio
+    transport collected during the data task), Python prints "Exception ignored" and goes on, so the flow ran to
+    the end and exited 0 after its SIGTERM (``test_sigterm_while_pool_workers_start_leaves_no_process``, once the
+    pool warm-up moved the signal into the data task). The wake-up pipe still holds the signal's number: found at
+    one of the flow's progress points (after the data, before each cell's result, before the report), the signal
+    is raised again, and the handler installed now stops the flow as it would have. A SIGTERM whose exception did
+    propagate never reaches these points (the flow is unwinding). Main thread only; a no-op outside
+    :func:`run_guarded`."""
+    import signal
+    import threading
+
+    if _SIGNAL_PIPE is None or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        caught = os.read(_SIGNAL_PIPE, 4096)
+    except OSError:  # nothing there (BlockingIOError) or closed
+        return
+    if signal.SIGTERM in caught:
+        logging.getLogger(__name__).warning("a SIGTERM's exception was lost (raised in a finalizer); stopping now")
+        signal.raise_signal(signal.SIGTERM)
+
+
 def _exit_now(code: int) -> None:
     """End the process without joining abandoned task threads: run the exit handlers (Prefect's ephemeral API
     server is stopped by one), flush the streams, then ``os._exit``."""
@@ -180,11 +227,16 @@ def run_guarded(fn) -> int:
     """
     import signal
 
-    previous = None
+    global _SIGNAL_PIPE
+    previous = watch = None
     try:
         previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     except ValueError:  # not the main thread (e.g. called from a test's worker thread)
         pass
+    else:
+        watch = _watch_signals()
+        if watch is not None:
+            _SIGNAL_PIPE = watch[0]
     quiet_prefect_console()
     try:
         fn()
@@ -203,4 +255,9 @@ def run_guarded(fn) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if watch is not None:
+            _SIGNAL_PIPE = None
+            signal.set_wakeup_fd(watch[2])
+            os.close(watch[0])
+            os.close(watch[1])
     return 0

@@ -54,10 +54,13 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
         super().__init__(*args, **kwargs)
         self._prewarm = min(int(prewarm), self._max_workers)
         self._warm = warm  # (imputer specs, learner specs): tasks.experiment.warm_worker's arguments
+        self._warm_pid = os.getpid()  # the flow's process: the only one that warms (see __enter__)
 
-    # duplicate() (Prefect's, unchanged) gives no warm-up: Prefect enters a duplicate of the flow's runner inside
-    # every worker, around each task it runs there (the hydrated flow context), and a warm-up there spawned
-    # workers of the worker, which the task then waited ~5 s to shut down (seen, py-spy).
+    def duplicate(self):
+        # Prefect's flow engine enters a duplicate of this runner, not the runner itself: the warm-up must travel
+        dup = super().duplicate()
+        dup._prewarm, dup._warm, dup._warm_pid = self._prewarm, self._warm, self._warm_pid
+        return dup
 
     def __enter__(self):
         # With Prefect's ephemeral API (no PREFECT_API_URL), every spawned worker started a temporary API
@@ -76,8 +79,11 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
         # worker then imports Prefect and fairmiss (~2–3 s) before its first task; here that overlaps the flow's
         # start and its data task instead of following them (the first split and cell start that much sooner).
         # ``prewarm`` = min(max_workers, cells): never more workers than the run could use.
+        # Only in the flow's process: Prefect also enters a duplicate of the flow's runner inside every worker,
+        # around each task it runs there (the flow is pickled with its runner), and a warm-up there spawned workers
+        # of the worker, which the task then waited ~5 s to shut down (seen, py-spy).
         executor = getattr(self, "_executor", None)
-        if executor is not None:
+        if executor is not None and os.getpid() == self._warm_pid:
             for _ in range(self._prewarm):
                 executor.submit(warm_worker, *self._warm)
         return runner
@@ -230,12 +236,14 @@ def _hms(seconds: float) -> str:
 def _task_runner(cfg: ExperimentConfig, n_cells: int | None = None):
     """The config's task runner; ``n_cells`` (default: every cell of ``cfg``) caps the process pool's warm-up."""
     if cfg.execution.task_runner == "dask":
-        from prefect_dask import DaskTaskRunner
+        from flows.dask_runner import EagerDaskTaskRunner  # prefect-dask only when the config asks for Dask
 
+        warm = (tuple(cfg.imputers), tuple(cfg.learners))
         if cfg.execution.dask_address:
-            return DaskTaskRunner(address=cfg.execution.dask_address)
-        return DaskTaskRunner(cluster_kwargs={"n_workers": cfg.execution.max_workers, "threads_per_worker": 1,
-                                              "processes": True, "dashboard_address": None})
+            return EagerDaskTaskRunner(warm=warm, address=cfg.execution.dask_address)
+        return EagerDaskTaskRunner(warm=warm, cluster_kwargs={"n_workers": cfg.execution.max_workers,
+                                                              "threads_per_worker": 1, "processes": True,
+                                                              "dashboard_address": None})
     if cfg.execution.task_runner == "process":
         return StoppableProcessPoolTaskRunner(
             max_workers=cfg.execution.max_workers,
@@ -319,6 +327,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
     log.info("dataset %s: %d rows, hash %s, %d expectations passed", data.dataset, len(data.df),
              data.data_hash, data.info["n_expectations"])
     pipeline.check_extra_groups(cfg, data)  # a misnamed extra_groups column fails before any cell runs
+    errors.redeliver_lost_sigterm()  # progress point (see there)
 
     # The flow's tracking goes through the writer process (issue P, RemoteTracker): MLflow's store is imported
     # and opened there, beside Prefect's start and the data build, not on this process's critical path.
@@ -451,6 +460,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
                 if sink is not None:
                     sink.stop()  # after an error or a signal, the batches still running start no other cell
             progress.close()
+            errors.redeliver_lost_sigterm()  # progress point (see there)
             # The results, tables, figures and report are written into a staging directory while the writer
             # process still writes the last child runs (issue P: the report's ~3 s of matplotlib no longer wait
             # for the writer's backlog, nor the writer for them), and published into out_dir only once every
@@ -602,6 +612,7 @@ def _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, k
             progress.step(computed=False)
             results.append(res)
             continue
+        errors.redeliver_lost_sigterm()  # progress point (see there)
         res = result_of(cell.key)
         cell_tags = {**tags, "cell.cache_key": keys[cell.key],
                      "mlflow.note.content": cell_description(res, data.dataset, groups)}

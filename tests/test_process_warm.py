@@ -4,6 +4,7 @@ never more workers than the run has cells."""
 
 from __future__ import annotations
 
+import pickle
 import sys
 import time
 
@@ -47,12 +48,19 @@ def test_the_warm_up_imports_the_cell_path_before_the_first_task(prewarm, tmp_pa
         assert runner._executor.submit(lazily_imported).result(timeout=120) is bool(prewarm)
 
 
-def test_a_duplicate_does_not_warm_up():
-    # Prefect enters a duplicate of the flow's runner in each worker around every task: no workers of workers
-    dup = StoppableProcessPoolTaskRunner(max_workers=2, prewarm=2, warm=((), ("x",))).duplicate()
-    assert isinstance(dup, StoppableProcessPoolTaskRunner) and dup._prewarm == 0
-    with dup as runner:
-        assert len(runner._executor._processes) == 0
+def test_the_engine_s_duplicate_warms_and_a_worker_s_does_not():
+    # Prefect's flow engine enters runner.duplicate() in the flow's process: it must warm there
+    runner = StoppableProcessPoolTaskRunner(max_workers=2, prewarm=2, warm=((), ("x",)))
+    dup = runner.duplicate()
+    assert isinstance(dup, StoppableProcessPoolTaskRunner) and (dup._prewarm, dup._warm) == (2, ((), ("x",)))
+    with dup as entered:
+        assert len(entered._executor._processes) == 2
+    # the flow travels pickled (with this runner) to the workers, where Prefect enters a duplicate around every
+    # task: another process, so no workers of workers
+    away = pickle.loads(pickle.dumps(runner)).duplicate()
+    away._warm_pid = -1
+    with away as entered:
+        assert len(entered._executor._processes) == 0
 
 
 def test_the_flow_warms_no_more_workers_than_cells(tmp_path):
@@ -64,3 +72,28 @@ def test_the_flow_warms_no_more_workers_than_cells(tmp_path):
     many = load_config(small_config(tmp_path / "b", execution={"max_workers": 2, "task_runner": "process"}))
     assert _task_runner(many)._prewarm == 2
     assert _task_runner(many)._warm == (tuple(many.imputers), tuple(many.learners))
+
+
+DASK_LOCAL = {"n_workers": 1, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+
+
+def test_dask_cluster_starts_and_warms_with_the_runner(tmp_path):
+    from flows.dask_runner import EagerDaskTaskRunner
+
+    runner = EagerDaskTaskRunner(warm=_mip_specs(tmp_path), cluster_kwargs=DASK_LOCAL)
+    with runner.duplicate() as entered:  # what Prefect's engine enters in the flow's process
+        entered._starter.join(120)
+        assert entered._client is not None  # before any submit
+        assert list(entered._client.run(lazily_imported).values()) == [True]
+        client = entered.client
+        assert entered.client is client  # one client, one cluster
+
+
+def test_dask_runner_is_lazy_away_from_the_flow_s_process(tmp_path):
+    from flows.dask_runner import EagerDaskTaskRunner
+
+    runner = pickle.loads(pickle.dumps(EagerDaskTaskRunner(warm=_mip_specs(tmp_path), cluster_kwargs=DASK_LOCAL)))
+    away = runner.duplicate()
+    away._eager_pid = -1  # a worker's copy
+    with away as entered:
+        assert entered._starter is None and entered._client is None
