@@ -245,9 +245,14 @@ def _task_runner(cfg: ExperimentConfig, n_cells: int | None = None):
                                                               "threads_per_worker": 1, "processes": True,
                                                               "dashboard_address": None})
     if cfg.execution.task_runner == "process":
+        # The warm-up only where cores are to spare beside the workers for the flow and the tracking writer: on 2
+        # cores with 2 workers every process's imports compete for the CPU, and the warm-up gained nothing
+        # (command -> first cell, 4 paired rounds: 7.65 -> 7.54 s with the server running, 10.64 -> 10.61 s cold;
+        # bench/results/p_prewarm_paired.md).
+        spare = (os.cpu_count() or 1) >= cfg.execution.max_workers + 2
         return StoppableProcessPoolTaskRunner(
             max_workers=cfg.execution.max_workers,
-            prewarm=sum(1 for _ in cfg.cells()) if n_cells is None else n_cells,
+            prewarm=(sum(1 for _ in cfg.cells()) if n_cells is None else n_cells) if spare else 0,
             warm=(tuple(cfg.imputers), tuple(cfg.learners)))
     return StoppableThreadPoolTaskRunner(max_workers=cfg.execution.max_workers)
 

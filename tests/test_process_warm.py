@@ -63,15 +63,20 @@ def test_the_engine_s_duplicate_warms_and_a_worker_s_does_not():
         assert len(entered._executor._processes) == 0
 
 
-def test_the_flow_warms_no_more_workers_than_cells(tmp_path):
+def test_the_flow_warms_no_more_workers_than_cells_and_only_with_cores_to_spare(tmp_path, monkeypatch):
+    import flows.experiment as fe
+
     one = load_config(small_config(tmp_path / "a", imputers=[{"kind": "mean"}],
                                    split={"test_size": 0.3, "n_splits": 1},
                                    execution={"max_workers": 2, "task_runner": "process"}))
-    assert sum(1 for _ in one.cells()) == 1
-    assert _task_runner(one)._prewarm == 1
     many = load_config(small_config(tmp_path / "b", execution={"max_workers": 2, "task_runner": "process"}))
+    assert sum(1 for _ in one.cells()) == 1
+    monkeypatch.setattr(fe.os, "cpu_count", lambda: 4)  # 2 workers + the flow + the writer
+    assert _task_runner(one)._prewarm == 1
     assert _task_runner(many)._prewarm == 2
     assert _task_runner(many)._warm == (tuple(many.imputers), tuple(many.learners))
+    monkeypatch.setattr(fe.os, "cpu_count", lambda: 3)  # no core to spare: no warm-up
+    assert _task_runner(many)._prewarm == 0
 
 
 DASK_LOCAL = {"n_workers": 1, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
