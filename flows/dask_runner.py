@@ -33,12 +33,14 @@ class EagerDaskTaskRunner(DaskTaskRunner):
       duplicate around each task; that one must stay lazy (a cluster started from inside a worker), so the start
       is tied to the process id that built the runner.
     - On exit the runner waits for the start to end (at most 120 s) before closing the cluster.
+    - ``eager=False`` keeps prefect-dask's lazy start (the flow passes it for a local cluster without a core to
+      spare beside the workers: ``flows.experiment._core_to_spare``).
     """
 
-    def __init__(self, *args, warm: tuple = ((), ()), **kwargs):
+    def __init__(self, *args, warm: tuple = ((), ()), eager: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
         self._warm = warm  # (imputer specs, learner specs): warm_worker's arguments
-        self._eager_pid = os.getpid()
+        self._eager_pid = os.getpid() if eager else None  # eager=False: prefect-dask's lazy start, as before
         self._client_lock = threading.Lock()
         self._starter: threading.Thread | None = None
 

@@ -233,23 +233,28 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+def _core_to_spare(max_workers: int) -> bool:
+    """Whether this machine has a core beside the workers (for the flow and the tracking writer): only then do the
+    workers start and import as the flow starts. Where they do not, every process's imports compete for the same
+    cores and starting early only reorders the work; measured on 2 cores (paired rounds, bench/results/
+    p_prewarm_paired.md and p_dask_eager_paired.md): 2 workers gained nothing (process pool: first cell 7.65 ->
+    7.54 s; local Dask cluster, 8 forests: 18.35 -> 19.32 s), 1 Dask worker gained 1.1 s (26.34 -> 25.26 s)."""
+    return (os.cpu_count() or 1) > max_workers
+
+
 def _task_runner(cfg: ExperimentConfig, n_cells: int | None = None):
     """The config's task runner; ``n_cells`` (default: every cell of ``cfg``) caps the process pool's warm-up."""
     if cfg.execution.task_runner == "dask":
         from flows.dask_runner import EagerDaskTaskRunner  # prefect-dask only when the config asks for Dask
 
         warm = (tuple(cfg.imputers), tuple(cfg.learners))
-        if cfg.execution.dask_address:
+        if cfg.execution.dask_address:  # a running cluster: connecting early costs this machine nothing
             return EagerDaskTaskRunner(warm=warm, address=cfg.execution.dask_address)
-        return EagerDaskTaskRunner(warm=warm, cluster_kwargs={"n_workers": cfg.execution.max_workers,
-                                                              "threads_per_worker": 1, "processes": True,
-                                                              "dashboard_address": None})
+        return EagerDaskTaskRunner(warm=warm, eager=_core_to_spare(cfg.execution.max_workers),
+                                   cluster_kwargs={"n_workers": cfg.execution.max_workers, "threads_per_worker": 1,
+                                                   "processes": True, "dashboard_address": None})
     if cfg.execution.task_runner == "process":
-        # The warm-up only where cores are to spare beside the workers for the flow and the tracking writer: on 2
-        # cores with 2 workers every process's imports compete for the CPU, and the warm-up gained nothing
-        # (command -> first cell, 4 paired rounds: 7.65 -> 7.54 s with the server running, 10.64 -> 10.61 s cold;
-        # bench/results/p_prewarm_paired.md).
-        spare = (os.cpu_count() or 1) >= cfg.execution.max_workers + 2
+        spare = _core_to_spare(cfg.execution.max_workers)
         return StoppableProcessPoolTaskRunner(
             max_workers=cfg.execution.max_workers,
             prewarm=(sum(1 for _ in cfg.cells()) if n_cells is None else n_cells) if spare else 0,

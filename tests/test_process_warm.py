@@ -71,11 +71,11 @@ def test_the_flow_warms_no_more_workers_than_cells_and_only_with_cores_to_spare(
                                    execution={"max_workers": 2, "task_runner": "process"}))
     many = load_config(small_config(tmp_path / "b", execution={"max_workers": 2, "task_runner": "process"}))
     assert sum(1 for _ in one.cells()) == 1
-    monkeypatch.setattr(fe.os, "cpu_count", lambda: 4)  # 2 workers + the flow + the writer
+    monkeypatch.setattr(fe.os, "cpu_count", lambda: 3)  # a core beside the 2 workers
     assert _task_runner(one)._prewarm == 1
     assert _task_runner(many)._prewarm == 2
     assert _task_runner(many)._warm == (tuple(many.imputers), tuple(many.learners))
-    monkeypatch.setattr(fe.os, "cpu_count", lambda: 3)  # no core to spare: no warm-up
+    monkeypatch.setattr(fe.os, "cpu_count", lambda: 2)  # no core to spare: no warm-up
     assert _task_runner(many)._prewarm == 0
 
 
@@ -102,3 +102,19 @@ def test_dask_runner_is_lazy_away_from_the_flow_s_process(tmp_path):
     away._eager_pid = -1  # a worker's copy
     with away as entered:
         assert entered._starter is None and entered._client is None
+
+
+def test_a_local_dask_cluster_starts_early_only_with_a_core_to_spare(tmp_path, monkeypatch):
+    import flows.experiment as fe
+
+    cfg = load_config(small_config(tmp_path, execution={"max_workers": 2, "task_runner": "dask"}))
+    monkeypatch.setattr(fe.os, "cpu_count", lambda: 3)
+    assert _task_runner(cfg)._eager_pid is not None
+    monkeypatch.setattr(fe.os, "cpu_count", lambda: 2)
+    lazy = _task_runner(cfg)
+    assert lazy._eager_pid is None
+    with lazy.duplicate() as entered:
+        assert entered._starter is None and entered._client is None  # prefect-dask's own lazy start
+    remote = load_config(small_config(tmp_path / "r", execution={"max_workers": 2, "task_runner": "dask",
+                                                                  "dask_address": "tcp://127.0.0.1:1"}))
+    assert _task_runner(remote)._eager_pid is not None  # a running cluster: connect early whatever the cores
