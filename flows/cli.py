@@ -31,6 +31,7 @@ import sys
 from fairmiss._errors import ConfigError
 
 STUDIES_DIR = "params/studies"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def run_guarded(fn) -> int:
@@ -111,6 +112,14 @@ def _cmd_run(args) -> int:
         if done is not None:
             report(done)
             return 0
+    argv = getattr(args, "argv", None)
+    if argv is not None:  # the warm runner beside the local server runs it in a fork of its imports (flows.warm)
+        from flows import warm
+
+        if warm.usable():
+            code = warm.delegate(argv)
+            if code is not None:
+                return code
     from flows.run import run_command
 
     # the config checks and the up-to-date check run before Prefect is imported (flows.run.run_command)
@@ -470,6 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what a warm runner's fork runs (flows.warm)
     # flows.errors reads FAIRMISS_VERBOSE when imported (it imports the config and dataset stack, which an
     # up-to-date run never needs); a module imported before is told directly
     before = os.environ.get("FAIRMISS_VERBOSE")
@@ -477,8 +487,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["FAIRMISS_VERBOSE"] = "1"
     if "flows.errors" in sys.modules:
         sys.modules["flows.errors"].VERBOSE = bool(args.verbose or before)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format=LOG_FORMAT)
+    # a no-op when the root logger has its handler already (a command forked by the warm runner, flows.warm)
+    logging.getLogger().setLevel(logging.INFO if args.verbose else logging.WARNING)
     # library warnings (scikit-learn, pandas via fairlearn, …) go to the `py.warnings` logger: shown with -v,
     # kept off the console otherwise (flows.errors._QuietFlowErrors)
     logging.captureWarnings(True)

@@ -74,7 +74,26 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
             server = SubprocessASGIServer._instances.get(None)
             if server is not None and server.server_process is not None and server.port:
                 os.environ["PREFECT_API_URL"] = self._env_api_url = server.api_url
-        runner = super().__enter__()
+        # In a command forked by the warm runner (flows.warm), the workers are forks of its fork server, which has
+        # the flow stack imported, instead of fresh interpreters. Prefect 3.8 builds its executor with the spawn
+        # context and no option to choose; the executor starts no process before the first submit, so its
+        # (private) context is swapped below. Queues made by the spawn context pass to forkserver workers as they
+        # do to spawned ones. The workers' stdout / stderr would be the fork server's (its log): the initializer's
+        # arguments carry the command's own (flows.warm.ForwardedStdio), set only while the executor is built.
+        from flows.warm import ForwardedStdio, pool_context
+
+        ctx = pool_context()
+        saved = getattr(self, "_initializer", None), getattr(self, "_initargs", ())
+        if ctx is not None and saved[0] is None:
+            self._initializer, self._initargs = ForwardedStdio.initializer, (ForwardedStdio(),)
+        try:
+            runner = super().__enter__()
+        finally:
+            self._initializer, self._initargs = saved
+        executor = getattr(self, "_executor", None)
+        if ctx is not None and executor is not None and hasattr(executor, "_mp_context") \
+                and not getattr(executor, "_processes", None):
+            executor._mp_context = ctx
         # Issue P: start the workers now. The executor spawns a worker only when a task arrives, and a spawned
         # worker then imports Prefect and fairmiss (~2–3 s) before its first task; here that overlaps the flow's
         # start and its data task instead of following them (the first split and cell start that much sooner).

@@ -142,8 +142,13 @@ def run_command(config_path: str | Path, report: Callable[[dict], None] = lambda
         return 0
     from flows.server import use_local_server
 
-    use_local_server()  # before run_guarded: it imports Prefect, whose settings are read at import
-    return run_guarded(lambda: report(start_flow(cfg, config_path, quick=quick, force=force, **kw)))
+    api_url = use_local_server()  # before run_guarded: it imports Prefect, whose settings are read at import
+    status = run_guarded(lambda: report(start_flow(cfg, config_path, quick=quick, force=force, **kw)))
+    if api_url and status not in (130, 143):  # the next command beside this server starts warm (flows.warm)
+        from flows import warm
+
+        warm.ensure_started(api_url)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

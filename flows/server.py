@@ -64,7 +64,9 @@ class ServerState:
 
 def state_dir() -> Path:
     """``$FAIRMISS_STATE_DIR``, else ``.fairmiss`` in the current directory (the project)."""
-    return Path(os.environ.get(ENV_STATE_DIR) or ".fairmiss")
+    from flows.warm import state_dir as warm_state_dir  # one rule for the server's and the warm runner's state
+
+    return warm_state_dir()
 
 
 def state_file() -> Path:
@@ -75,18 +77,9 @@ def _pid_alive(pid: int) -> bool:
     with contextlib.suppress(ChildProcessError, OSError):
         if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child that exited: reaped, gone
             return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if cmdline.exists():  # a recycled pid is not our server
-        with contextlib.suppress(OSError):
-            text = cmdline.read_bytes().replace(b"\0", b" ")
-            return b"prefect" in text and b"server" in text
-    return True
+    from flows.warm import pid_runs
+
+    return pid_runs(pid, b"prefect", b"server")  # a recycled pid is not our server
 
 
 def healthy(url: str, timeout: float = 2.0) -> bool:
@@ -252,6 +245,8 @@ def use_local_server() -> str | None:
 
 def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0) -> int:
     """``fairmiss server start|stop|status``: prints one line; exit 0, or 2 with the reason on stderr."""
+    from flows import warm
+
     if action == "start":
         try:
             st, new = start(port, timeout=timeout)
@@ -260,8 +255,12 @@ def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0) ->
             return 2
         print(f"Prefect server {'started' if new else 'already running'} at {st.url} (pid {st.pid}; "
               f"PREFECT_API_URL={st.api_url}; log {st.log})")
+        _start_warm(st, timeout)
         return 0
     if action == "stop":
+        w = warm.stop()
+        if w:
+            print(f"warm runner stopped (pid {w['pid']})")
         st = stop()
         print(f"Prefect server stopped (pid {st.pid}, {st.url})" if st else "Prefect server: not running")
         return 0
@@ -270,4 +269,32 @@ def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0) ->
         print("Prefect server: not running (`fairmiss server start`, or the first `fairmiss run` starts it)")
         return 0
     print(f"Prefect server: {state} at {st.url} (pid {st.pid}; log {st.log})")
+    wstate, w = warm.status()
+    print(f"warm runner: {wstate}" + (f" (pid {w['pid']}; imports {w.get('imported_in_s')} s; "
+                                     f"log {state_dir() / 'warm.log'})" if w else
+                                     " (`fairmiss server start` starts it; FAIRMISS_WARM=off: never used)"))
     return 0 if state == "running" else 1
+
+
+def _start_warm(st: ServerState, timeout: float) -> None:
+    """The warm runner beside the server (``flows.warm``): started (or restarted for another server or changed
+    code) and waited for, so that the next command starts in a fork of its imports."""
+    from flows import warm
+
+    if os.environ.get(warm.ENV_WARM, "").strip().lower() in ("off", "0", "false", "no"):
+        print("warm runner: off (FAIRMISS_WARM)")
+        return
+    wstate, w = warm.status()
+    if w is not None and w.get("api_url") == st.api_url and wstate == "running" \
+            and w.get("fingerprint") == warm.fingerprint():
+        print(f"warm runner already running (pid {w['pid']})")
+        return
+    if w is not None:
+        warm.stop()
+    pid = warm.start(st.api_url, wait=timeout)
+    wstate, w = warm.status()
+    if wstate == "running" and w and w.get("pid") == pid:
+        print(f"warm runner ready (pid {pid}; imports {w.get('imported_in_s')} s; commands run in a fork of it)")
+    else:
+        print(f"warm runner not ready ({wstate}; log {state_dir() / 'warm.log'}): commands run on their own",
+              file=sys.stderr)
