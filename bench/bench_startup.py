@@ -19,7 +19,9 @@ Measures, interleaved over ``--repeats`` rounds (median reported):
   terminated once the line appears. ``study_cold`` runs with ``FAIRMISS_PREFECT_SERVER=ephemeral`` (Prefect's
   ephemeral server started by the command, as before the persistent server existed); ``study_server`` with
   ``FAIRMISS_PREFECT_SERVER=reuse`` and the persistent local server already running (``fairmiss server start``
-  is run before the first repeat; ``--stop-server`` stops it at the end).
+  is run before the first repeat; ``--stop-server`` stops it at the end). ``fairmiss server start`` also starts the
+  warm runner (``flows.warm``), so ``study_server`` is a command forked by it; ``study_server_nowarm`` is the same
+  command with ``FAIRMISS_WARM=off`` (it imports and spawns everything itself), its reference arm in the same run.
 
 Appends one section (label, date, load average before/after, commit) to ``--out``.
 """
@@ -62,10 +64,10 @@ def wall(cmd: list[str], expect: str | None = None, **env) -> float:
     return dt
 
 
-def first_cell(server: str, timeout: float = 300.0) -> float:
+def first_cell(server: str, timeout: float = 300.0, **extra) -> float:
     """Seconds from the command to the first ``[1/N]`` progress line of a quick study computing every cell."""
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
-        env = _env(MLFLOW_TRACKING_URI=f"sqlite:///{tmp}/mlflow.db", FAIRMISS_PREFECT_SERVER=server)
+        env = _env(MLFLOW_TRACKING_URI=f"sqlite:///{tmp}/mlflow.db", FAIRMISS_PREFECT_SERVER=server, **extra)
         cmd = [FAIRMISS, "study", "000_fig2_compas", "--quick", "--force", "--results-dir", f"{tmp}/results"]
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=TREE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -99,6 +101,9 @@ MEASURES = {
                    lambda: first_cell("ephemeral")),
     "study_server": ("fairmiss study 000_fig2_compas --quick: command → first cell, local server running",
                      lambda: first_cell("reuse")),
+    # the same with the warm runner (flows.warm) not used: the reference arm of the row above, in the same run
+    "study_server_nowarm": ("… same, local server running, warm runner off (FAIRMISS_WARM=off: the command "
+                            "imports the flow stack itself)", lambda: first_cell("reuse", FAIRMISS_WARM="off")),
 }
 
 
@@ -118,7 +123,7 @@ def main(argv=None) -> int:
     if "uptodate" in names:  # make it up to date first (a full run when it is not)
         t = wall([FAIRMISS, "run", "params/compas_default.yaml"])
         print(f"warm-up run: {t:.1f} s", file=sys.stderr, flush=True)
-    if "study_server" in names:
+    if "study_server" in names or "study_server_nowarm" in names:
         subprocess.run([FAIRMISS, "server", "start"], cwd=TREE, env=_env(), check=True)
     load0 = os.getloadavg()
     times: dict[str, list[float]] = {n: [] for n in names}

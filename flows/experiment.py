@@ -273,7 +273,11 @@ def _task_runner(cfg: ExperimentConfig, n_cells: int | None = None):
                                    cluster_kwargs={"n_workers": cfg.execution.max_workers, "threads_per_worker": 1,
                                                    "processes": True, "dashboard_address": None})
     if cfg.execution.task_runner == "process":
-        spare = _core_to_spare(cfg.execution.max_workers)
+        from flows.warm import pool_context
+
+        # in a command forked by the warm runner a worker is a fork with everything imported: starting it early
+        # costs a fork, not seconds of imports competing with the flow for the cores
+        spare = _core_to_spare(cfg.execution.max_workers) or pool_context() is not None
         return StoppableProcessPoolTaskRunner(
             max_workers=cfg.execution.max_workers,
             prewarm=(sum(1 for _ in cfg.cells()) if n_cells is None else n_cells) if spare else 0,

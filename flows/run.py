@@ -159,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides")
     ap.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date")
     args = ap.parse_args(argv)
+    from flows import warm
+
+    if warm.usable():  # beside the local server: in a fork of the warm runner (flows.warm), as `fairmiss run` does
+        code = warm.delegate(list(sys.argv[1:] if argv is None else argv), entry="run")
+        if code is not None:
+            return code
     return run_command(args.config, quick=args.quick, force=args.force, results_dir=args.results_dir,
                        processed_dir=args.processed_dir)
 

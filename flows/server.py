@@ -35,7 +35,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,11 +82,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 def healthy(url: str, timeout: float = 2.0) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/api/health", timeout=timeout) as r:
-            return r.status == 200
-    except (OSError, ValueError):
-        return False
+    from flows.warm import prefect_api_healthy
+
+    return prefect_api_healthy(url + "/api", timeout)
 
 
 def read_state() -> ServerState | None:

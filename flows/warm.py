@@ -58,7 +58,9 @@ ENV_CHILD = "FAIRMISS_WARM_CHILD"  # set in a forked child: it never hands over 
 PRELOAD = ("prefect", "prefect.flows", "prefect.tasks", "flows.errors", "flows.run", "flows.experiment",
            "flows.report", "flows.studies.p001_sim", "flows.studies.p002_hcp", "flows.studies.p003_decile",
            "tasks.experiment", "fairmiss.config", "fairmiss.pipeline", "fairmiss.tracking",
-           "fairmiss.reporting", "flows.fastcheck", "flows.cli")
+           "fairmiss.reporting", "flows.fastcheck", "flows.cli",
+           # imported by the learners when they are built (0.5 s for Pyomo): a forked cell must not pay them
+           "pyomo.environ", "xgboost")
 #: environment variables read per call, not at import: they may differ between the runner and a command
 PER_CALL = frozenset({"MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "FAIRMISS_DATA_MIRROR", "FAIRMISS_VERBOSE",
                       "FAIRMISS_PREFECT_SERVER", "FAIRMISS_STATE_DIR", ENV_WARM, ENV_CHILD,
@@ -188,9 +190,15 @@ def usable() -> bool:
     return state_file().exists()
 
 
-def delegate(argv: list[str]) -> int | None:
-    """Run ``fairmiss argv`` in a fork of the warm runner: its exit status, or ``None`` when the runner is not
-    there or did not take it (then the caller runs the command itself; nothing has run)."""
+ENTRIES = ("cli", "run")  # fairmiss … (flows.cli.main) and python -m flows.run … (flows.run.main: DVC's stages)
+
+
+def delegate(argv: list[str], entry: str = "cli") -> int | None:
+    """Run ``fairmiss argv`` (``entry="run"``: ``python -m flows.run argv``) in a fork of the warm runner: its exit
+    status, or ``None`` when the runner is not there or did not take it (then the caller runs the command itself;
+    nothing has run)."""
+    if entry not in ENTRIES:
+        raise ValueError(f"entry {entry!r}: expected one of {ENTRIES}")
     if not usable():
         return None
     st = read_state()
@@ -200,13 +208,16 @@ def delegate(argv: list[str]) -> int | None:
     if api and api != st.get("api_url"):
         logger.info("warm runner not used: PREFECT_API_URL=%s is not the local server's %s", api, st.get("api_url"))
         return None
+    if not prefect_api_healthy(st["api_url"]):  # the runner's Prefect is bound to that server: the command starts one
+        logger.info("warm runner not used: the local Prefect server at %s does not answer", st["api_url"])
+        return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(5.0)
         sock.connect(str(socket_path()))
         env = dict(os.environ)
         env["PREFECT_API_URL"] = st["api_url"]
-        _send(sock, {"argv": list(argv), "cwd": os.getcwd(), "env": env, "fingerprint": fingerprint()},
+        _send(sock, {"argv": list(argv), "entry": entry, "cwd": os.getcwd(), "env": env, "fingerprint": fingerprint()},
               [0, 1, 2])
         answer, _ = _recv(sock)
     except (OSError, ValueError, ConnectionError) as exc:
@@ -219,6 +230,17 @@ def delegate(argv: list[str]) -> int | None:
         return None
     child = int(answer["pid"])
     return _follow(sock, child)
+
+
+def prefect_api_healthy(api_url: str, timeout: float = 2.0) -> bool:
+    """Whether the Prefect API at ``api_url`` (``…/api``) answers its health check."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(api_url + "/health", timeout=timeout) as r:
+            return r.status == 200
+    except (OSError, ValueError):
+        return False
 
 
 def _follow(sock: socket.socket, child: int) -> int:
@@ -276,9 +298,10 @@ def ensure_started(api_url: str) -> None:
     if os.environ.get(ENV_CHILD) or os.environ.get(ENV_WARM, "").strip().lower() in ("off", "0", "false", "no"):
         return
     state, st = status()
-    if state != "stopped" and st is not None and st.get("api_url") == api_url:
+    if state != "stopped" and st is not None and st.get("api_url") == api_url \
+            and (state == "starting" or st.get("fingerprint") == fingerprint()):
         return
-    if st is not None:
+    if st is not None:  # another server's, or stale code: replaced
         stop()
     with contextlib.suppress(OSError):
         start(api_url)

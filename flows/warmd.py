@@ -17,8 +17,11 @@ from pathlib import Path
 
 from flows.warm import ENV_CHILD, PRELOAD, _recv, _send, _start_forkserver, fingerprint, launch_writer
 
+
 def serve(api_url: str, state_dir: Path, idle_check: float = 5.0) -> int:
-    """The runner's main loop (``python -m flows.warm``): import, then fork a child per accepted command."""
+    """The runner's main loop: import, then fork a child per accepted command (see :mod:`flows.warm`). It exits on
+    SIGTERM / SIGINT (``fairmiss server stop``), or once idle when its sources changed (the next command that uses
+    the server starts a new one); commands it has forked run on."""
     import gc
     import importlib
     import selectors
@@ -46,6 +49,14 @@ def serve(api_url: str, state_dir: Path, idle_check: float = 5.0) -> int:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 - a module that cannot import is imported (and fails) in the child
             log.info("preload %s failed: %s", name, exc)
+    try:  # one process through the fork server: returns once it has its imports too (a command then forks at once)
+        import multiprocessing
+
+        probe = multiprocessing.get_context("forkserver").Process(target=os.getpid, name="fairmiss-warm-probe")
+        probe.start()
+        probe.join(120)
+    except Exception as exc:  # noqa: BLE001
+        log.info("multiprocessing fork server not answering: %s", exc)
     import threading
 
     if threading.active_count() != 1:  # fork() keeps only the calling thread: refuse to serve rather than hang
@@ -110,7 +121,6 @@ def serve(api_url: str, state_dir: Path, idle_check: float = 5.0) -> int:
     return 0
 
 
-
 def _reap(children: dict[int, socket.socket], log) -> None:
     while children:
         try:
@@ -145,7 +155,8 @@ def _take(conn: socket.socket, own: str, children: dict, server: socket.socket, 
         if pid == 0:  # the child: never returns
             _child(conn, fds, req, server, children)
         _send(conn, {"pid": pid})
-        log.info("child %d: fairmiss %s", pid, " ".join(req["argv"]))
+        log.info("child %d: %s %s", pid, "python -m flows.run" if req.get("entry") == "run" else "fairmiss",
+                 " ".join(req["argv"]))
         return pid
     except (OSError, ValueError, KeyError, ConnectionError) as exc:
         log.info("a command could not be taken: %s", exc)
@@ -174,7 +185,7 @@ def _child(conn: socket.socket, fds: list[int], req: dict, server: socket.socket
         os.environ.clear()
         os.environ.update(req["env"])
         os.environ[ENV_CHILD] = "1"
-        sys.argv = ["fairmiss", *req["argv"]]
+        sys.argv = ["python -m flows.run" if req.get("entry") == "run" else "fairmiss", *req["argv"]]
         import threading
 
         def watch() -> None:  # the command was killed (its socket closed): die with it, as a child would
@@ -190,7 +201,10 @@ def _child(conn: socket.socket, fds: list[int], req: dict, server: socket.socket
         import fairmiss.tracking
 
         fairmiss.tracking.WRITER_LAUNCHER = launch_writer
-        from flows.cli import main
+        if req.get("entry") == "run":
+            from flows.run import main
+        else:
+            from flows.cli import main
 
         try:
             code = main(req["argv"])

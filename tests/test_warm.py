@@ -52,7 +52,8 @@ def runner(tmp_path_factory):
 
 def _children(tmp: Path) -> list[tuple[int, str]]:
     log = (tmp / "state" / "warm.log").read_text(errors="replace")
-    return [(int(m.group(1)), m.group(2)) for m in re.finditer(r"child (\d+): fairmiss (.*)", log)]
+    found = re.finditer(r"child (\d+): (?:fairmiss|python -m flows\.run) (.*)", log)
+    return [(int(m.group(1)), m.group(2)) for m in found]
 
 
 def _gone(pid: int, within: float) -> bool:
@@ -103,6 +104,25 @@ def test_a_forked_run_gives_the_bytes_of_a_run_of_its_own(runner, tmp_path, runn
         assert len(forked) == (1 if mode == "warm" else 0), forked
         if runner_kind == "process":  # task workers' Prefect lines reach the command's stderr, warm or not
             assert "Task run 'split-and-inject" in r.stderr + r.stdout
+        out[mode] = (d / "results" / "compas_small" / "metrics.json").read_bytes()
+    assert out["warm"] == out["own"]
+
+
+def test_dvc_stage_command_is_forked_too(runner, tmp_path):
+    """``python -m flows.run`` (what every DVC stage runs) goes through the runner as ``fairmiss run`` does."""
+    tmp, env, _ = runner
+    out = {}
+    for mode in ("warm", "own"):
+        d = tmp_path / mode
+        cfg = small_config(d, split={"test_size": 0.3, "n_splits": 1})
+        before = len(_children(tmp))
+        r = subprocess.run([sys.executable, "-m", "flows.run", "--config", str(cfg), "--results-dir",
+                            str(d / "results"), "--processed-dir", str(d / "processed")], cwd=ROOT,
+                           env={**env, warm.ENV_WARM: "on" if mode == "warm" else "off"}, capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        forked = _children(tmp)[before:]
+        assert [a.startswith("--config") for _, a in forked] == ([True] if mode == "warm" else []), forked
         out[mode] = (d / "results" / "compas_small" / "metrics.json").read_bytes()
     assert out["warm"] == out["own"]
 
@@ -173,3 +193,29 @@ def test_a_signal_to_the_command_reaches_its_fork(runner, tmp_path, sig):
     assert r.returncode == 0, r.stderr[-3000:]
     metrics = json.loads((tmp_path / "results" / "compas_small" / "metrics.json").read_text())
     assert metrics
+
+
+def test_a_dead_server_is_not_used_through_the_runner(runner, tmp_path):
+    """Last in this module: it replaces the server. The runner's Prefect is bound to its server's URL; with that
+    server gone the command runs itself (mode auto: it starts a new server) and, as it ends, restarts the runner
+    for the new server."""
+    tmp, env, _ = runner
+    old = json.loads((tmp / "state" / "server.json").read_text())
+    os.killpg(old["pid"], signal.SIGKILL)
+    assert _gone(old["pid"], 30)
+    before = len(_children(tmp))
+    cfg = small_config(tmp_path, split={"test_size": 0.3, "n_splits": 1}, imputers=[{"kind": "mean"}])
+    r = _cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--processed-dir",
+             str(tmp_path / "processed"), env={**env, server.ENV_MODE: "auto"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(_children(tmp)) == before
+    new = json.loads((tmp / "state" / "server.json").read_text())
+    assert new["pid"] != old["pid"]
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 120:
+        w = json.loads((tmp / "state" / "warm.json").read_text()) if (tmp / "state" / "warm.json").exists() else {}
+        if w.get("ready") and w.get("api_url") == new["api_url"]:
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError(f"no runner for the new server: {w}")

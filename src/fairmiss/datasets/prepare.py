@@ -4,6 +4,7 @@ hash and validation receipt (moved from fairmiss.pipeline in issue K; pipeline r
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,7 +124,8 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
     import os
 
     variant = variant_for(dataset_spec, raw_dir=raw_dir, allow_download=allow_download)
-    df, info = variant.build(raw_dir, allow_download=allow_download, **dataset_spec.options)
+    df, info = build_cached(variant, dataset_spec.options, raw_dir=raw_dir, allow_download=allow_download,
+                            processed_dir=processed_dir)
     # fairness needs two groups (and both classes where the metric needs them): checked before the gate
     # and before anything is written (processed/ included); fairness_metric=None checks groups and classes
     check_groups(df, variant.group, variant.label, where=_data_where(variant, raw_dir),
@@ -148,6 +150,82 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
                             validation={"suite": suite, "data_hash": h}, features=features,
                             after_persist={"validation_reused": receipt is not None},
                             docs_index=str(docs_index) if docs_index else None)
+
+
+BUILD_CACHE_DIR = ".build"  # under the processed directory
+BUILD_CACHE_KEEP = 4  # built tables kept per dataset variant (the newest)
+
+
+def build_key(variant, options: dict) -> str | None:
+    """The key of a built table: variant, build options, the raw files' pinned SHA-256s and the code that builds
+    (:func:`fairmiss.codeversion.code_version`: every source and the numerical packages' versions). ``None`` when
+    a raw file has no pinned checksum (a user's own local file): its content is then not part of any key, so
+    its table is always built."""
+    from fairmiss.codeversion import code_version
+
+    shas = [rf.sha256 for rf in variant.raw_files]
+    if not shas or any(not h for h in shas):
+        return None
+    blob = json.dumps({"variant": variant.name, "options": {**variant.options, **options}, "raw_sha256": shas,
+                       "code": code_version()}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def _exact_signature(df: pd.DataFrame) -> str:
+    """:func:`frame_hash` plus what it does not see (categories and their order, the index): equal signatures
+    mean a kept table is the built one for every use downstream."""
+    cats = {c: [str(x) for x in df[c].cat.categories] + [str(df[c].cat.ordered)]
+            for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)}
+    blob = json.dumps({"frame": frame_hash(df), "categories": cats, "index": [type(df.index).__name__, len(df)]},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def build_cached(variant, options: dict, *, raw_dir=None, allow_download: bool = True,
+                 processed_dir: Path = Path("processed")) -> tuple[pd.DataFrame, dict]:
+    """``variant.build(...)``, reused when the same table was built before (:func:`build_key`): building COMPAS
+    from its raw CSV (the strict CSV checks, the ProPublica filter) takes ~0.5 s of every run, reading the kept
+    table ~10 ms. The raw files are still fetched and their checksums verified, as a build does, so a missing or
+    altered raw file is the same error either way. Kept in ``<processed_dir>/.build/`` as Parquet plus a JSON
+    sidecar (the build's provenance and the table's exact signature, :func:`_exact_signature`), both written to
+    a temp path and renamed; a kept table is used only when its signature is the built one's — a file that cannot
+    be read, or a Parquet round trip that is not exact, is built again (never unpickled: the product code
+    deserialises no files, ``tests/test_contracts.py``). ``FAIRMISS_REBUILD=1``: always build."""
+    import os
+
+    from fairmiss.datasets.acquire import fetch
+
+    key = None if os.environ.get("FAIRMISS_REBUILD", "").lower() in ("1", "true", "yes") else \
+        build_key(variant, options)
+    if key is None or set(options) - set(variant.options):  # unknown options: build() raises the clear error
+        return variant.build(raw_dir, allow_download=allow_download, **options)
+    cache = Path(processed_dir) / BUILD_CACHE_DIR
+    table, meta = cache / f"{variant.name}-{key}.parquet", cache / f"{variant.name}-{key}.json"
+    if table.is_file() and meta.is_file():
+        for rf in variant.raw_files:  # as build() does: present and verified (ChecksumError otherwise)
+            fetch(rf, Path(raw_dir) if raw_dir is not None else None, allow_download=allow_download)
+        try:
+            kept = json.loads(meta.read_text())
+            df = pd.read_parquet(table)
+            if _exact_signature(df) == kept["signature"]:
+                logger.info("%s: built table reused (%s)", variant.name, table)
+                return df, kept["info"]
+            logger.warning("%s: kept table %s is not the built one (signature); building it again",
+                           variant.name, table)
+        except Exception as exc:  # noqa: BLE001 - a damaged kept table is rebuilt, never trusted
+            logger.warning("%s: kept table %s unreadable (%s); building it again", variant.name, table, exc)
+    df, info = variant.build(raw_dir, allow_download=allow_download, **options)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        atomic_write_with(table, lambda p: df.to_parquet(p, index=False), suffix=".parquet")
+        atomic_write_json(meta, {"info": info, "signature": _exact_signature(df)})
+        kept = sorted(cache.glob(f"{variant.name}-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in kept[BUILD_CACHE_KEEP:]:
+            old.with_suffix(".parquet").unlink(missing_ok=True)
+            old.unlink(missing_ok=True)
+    except (OSError, TypeError, ValueError) as exc:  # e.g. a read-only processed directory: built again next time
+        logger.warning("%s: built table not kept in %s (%s)", variant.name, cache, exc)
+    return df, info
 
 
 def table_identity(variant, df: pd.DataFrame, info: dict) -> tuple[int | None, str, str]:
