@@ -138,6 +138,13 @@ def main(argv=None) -> int:
              f"(the parts' own files: `{out}_*.md` / `.json`, with each part's load average).", "",
              "| measure | issue (before P) | now | goal | |", "|---|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in rows]
+    if skip:  # say which rows this command did not measure: they come from the parts' own files, written earlier
+        def part(name: str) -> str:
+            return f"`{name}` (`{out}_{'rf100' if name == 'rf' else name}.md`)"
+
+        lines += ["", "Parts not run by this command (`--skip`): their rows are read from the parts' own files as an "
+                  "earlier command left them (each file's header gives its command, commit, date and load): "
+                  + ", ".join(part(n) for n in sorted(skip)) + "."]
     (RESULTS / f"{out}.md").write_text("\n".join(lines) + "\n")
     (RESULTS / f"{out}.json").write_text(json.dumps({"commit": commit, "dirty": dirty, "load_start": load0,
                                                      "load_end": load1, "parts_seconds": parts,

@@ -102,3 +102,19 @@ def test_rebuild_env_and_unwritable_cache(dirs, monkeypatch, caplog):
     caplog.set_level(logging.WARNING, logger="fairmiss.datasets.prepare")
     df, _ = build_cached(v, {}, raw_dir=raw, processed_dir=processed)  # the run goes on
     assert len(df) and "not kept" in caplog.text
+
+
+def test_prepare_keeps_only_a_table_that_passed_and_reuses_it(dirs):
+    """prepare() builds without keeping, keeps the table only after the group checks, the gate and the processed
+    files, and a second prepare() reuses it with the same content hash."""
+    from fairmiss.config import DatasetSpec
+    from fairmiss.pipeline import prepare
+
+    raw, processed = dirs
+    v = get_variant("compas_000")
+    build_cached(v, {}, raw_dir=raw, processed_dir=processed, keep=False)
+    assert not (processed / BUILD_CACHE_DIR).exists()  # keep=False writes nothing
+    first = prepare(DatasetSpec(name="compas_000"), raw_dir=raw, processed_dir=processed)
+    assert len(_kept(processed)) == 1 and (processed / "compas_000.parquet").exists()
+    second = prepare(DatasetSpec(name="compas_000"), raw_dir=raw, processed_dir=processed)
+    assert second.data_hash == first.data_hash and len(_kept(processed)) == 1

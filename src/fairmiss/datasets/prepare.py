@@ -125,7 +125,7 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
 
     variant = variant_for(dataset_spec, raw_dir=raw_dir, allow_download=allow_download)
     df, info = build_cached(variant, dataset_spec.options, raw_dir=raw_dir, allow_download=allow_download,
-                            processed_dir=processed_dir)
+                            processed_dir=processed_dir, keep=False)
     # fairness needs two groups (and both classes where the metric needs them): checked before the gate
     # and before anything is written (processed/ included); fairness_metric=None checks groups and classes
     check_groups(df, variant.group, variant.label, where=_data_where(variant, raw_dir),
@@ -146,10 +146,13 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
     features = list(variant.features)
     if dataset_spec.group_as_feature:
         features = [*features, variant.group]
-    return finish_processed(variant, df, info, processed_dir, stem, data_hash=h, n_expectations=n_expectations,
-                            validation={"suite": suite, "data_hash": h}, features=features,
-                            after_persist={"validation_reused": receipt is not None},
-                            docs_index=str(docs_index) if docs_index else None)
+    built = dict(info)  # as built, before finish_processed adds to it
+    out = finish_processed(variant, df, info, processed_dir, stem, data_hash=h, n_expectations=n_expectations,
+                           validation={"suite": suite, "data_hash": h}, features=features,
+                           after_persist={"validation_reused": receipt is not None},
+                           docs_index=str(docs_index) if docs_index else None)
+    keep_built(variant, dataset_spec.options, df, built, processed_dir)  # only a table that passed everything
+    return out
 
 
 BUILD_CACHE_DIR = ".build"  # under the processed directory
@@ -182,7 +185,7 @@ def _exact_signature(df: pd.DataFrame) -> str:
 
 
 def build_cached(variant, options: dict, *, raw_dir=None, allow_download: bool = True,
-                 processed_dir: Path = Path("processed")) -> tuple[pd.DataFrame, dict]:
+                 processed_dir: Path = Path("processed"), keep: bool = True) -> tuple[pd.DataFrame, dict]:
     """``variant.build(...)``, reused when the same table was built before (:func:`build_key`): building COMPAS
     from its raw CSV (the strict CSV checks, the ProPublica filter) takes ~0.5 s of every run, reading the kept
     table ~10 ms. The raw files are still fetched and their checksums verified, as a build does, so a missing or
@@ -190,7 +193,9 @@ def build_cached(variant, options: dict, *, raw_dir=None, allow_download: bool =
     sidecar (the build's provenance and the table's exact signature, :func:`_exact_signature`), both written to
     a temp path and renamed; a kept table is used only when its signature is the built one's — a file that cannot
     be read, or a Parquet round trip that is not exact, is built again (never unpickled: the product code
-    deserialises no files, ``tests/test_contracts.py``). ``FAIRMISS_REBUILD=1``: always build."""
+    deserialises no files, ``tests/test_contracts.py``). ``FAIRMISS_REBUILD=1``: always build. ``keep=False``:
+    a new build is not kept here — :func:`prepare` keeps it with :func:`keep_built` only once the table has passed
+    the group checks and the validation gate and the processed files are written (nothing half-done is left)."""
     import os
 
     from fairmiss.datasets.acquire import fetch
@@ -214,18 +219,43 @@ def build_cached(variant, options: dict, *, raw_dir=None, allow_download: bool =
                            variant.name, table)
         except Exception as exc:  # noqa: BLE001 - a damaged kept table is rebuilt, never trusted
             logger.warning("%s: kept table %s unreadable (%s); building it again", variant.name, table, exc)
+        for f in (meta, table):  # not the build's: removed, so that the new build is kept in its place
+            try:
+                f.unlink(missing_ok=True)
+            except OSError:
+                pass
     df, info = variant.build(raw_dir, allow_download=allow_download, **options)
+    if keep:
+        keep_built(variant, options, df, info, processed_dir)
+    return df, info
+
+
+def keep_built(variant, options: dict, df: pd.DataFrame, info: dict, processed_dir: Path = Path("processed")) -> None:
+    """Keep a built table for :func:`build_cached` (nothing to do when the same table is kept already)."""
+    import os
+
+    key = None if os.environ.get("FAIRMISS_REBUILD", "").lower() in ("1", "true", "yes") else \
+        build_key(variant, options)
+    if key is None:
+        return
+    cache = Path(processed_dir) / BUILD_CACHE_DIR
+    table, meta = cache / f"{variant.name}-{key}.parquet", cache / f"{variant.name}-{key}.json"
+    try:
+        sig = _exact_signature(df)
+        if table.is_file() and meta.is_file() and json.loads(meta.read_text()).get("signature") == sig:
+            return
+    except (OSError, ValueError):
+        pass
     try:
         cache.mkdir(parents=True, exist_ok=True)
         atomic_write_with(table, lambda p: df.to_parquet(p, index=False), suffix=".parquet")
-        atomic_write_json(meta, {"info": info, "signature": _exact_signature(df)})
+        atomic_write_json(meta, {"info": info, "signature": sig})
         kept = sorted(cache.glob(f"{variant.name}-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in kept[BUILD_CACHE_KEEP:]:
             old.with_suffix(".parquet").unlink(missing_ok=True)
             old.unlink(missing_ok=True)
     except (OSError, TypeError, ValueError) as exc:  # e.g. a read-only processed directory: built again next time
         logger.warning("%s: built table not kept in %s (%s)", variant.name, cache, exc)
-    return df, info
 
 
 def table_identity(variant, df: pd.DataFrame, info: dict) -> tuple[int | None, str, str]:
