@@ -297,9 +297,13 @@ def ensure_started(api_url: str) -> None:
     local server does as it ends, so that the next one starts warm."""
     if os.environ.get(ENV_CHILD) or os.environ.get(ENV_WARM, "").strip().lower() in ("off", "0", "false", "no"):
         return
+    from fairmiss.codeversion import code_version
+
     state, st = status()
+    # kept unless it serves another server or older code: a command whose import-time environment differs (it ran
+    # itself) does not replace the runner that the other commands use
     if state != "stopped" and st is not None and st.get("api_url") == api_url \
-            and (state == "starting" or st.get("fingerprint") == fingerprint()):
+            and (state == "starting" or st.get("code") == code_version()):
         return
     if st is not None:  # another server's, or stale code: replaced
         stop()

@@ -79,8 +79,10 @@ def serve(api_url: str, state_dir: Path, idle_check: float = 5.0) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
     tmp = Path("warm.json.tmp")
+    from fairmiss.codeversion import code_version
+
     tmp.write_text(json.dumps({"pid": os.getpid(), "api_url": api_url, "socket": str(state_dir / sock_name),
-                               "fingerprint": own, "ready": True, "imported_in_s": round(time.monotonic() - t0, 2),
+                               "fingerprint": own, "code": code_version(), "ready": True, "imported_in_s": round(time.monotonic() - t0, 2),
                                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
     os.replace(tmp, "warm.json")
     log.info("ready in %.1f s (fingerprint %s, %d modules)", time.monotonic() - t0, own, len(sys.modules))

@@ -140,7 +140,7 @@ def test_exit_status_and_user_errors_pass_through(runner, tmp_path):
 
 
 def test_a_different_import_time_environment_runs_itself(runner, tmp_path):
-    tmp, env, _ = runner
+    tmp, env, state = runner
     cfg = small_config(tmp_path, split={"test_size": 0.3, "n_splits": 1}, imputers=[{"kind": "mean"}])
     before = len(_children(tmp))
     r = _cli("-v", "run", str(cfg), "--results-dir", str(tmp_path / "results"), "--processed-dir",
@@ -148,6 +148,9 @@ def test_a_different_import_time_environment_runs_itself(runner, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(_children(tmp)) == before  # not handed over
     assert "warm runner not used" in r.stderr  # and -v says why
+    # and the runner the other commands use is still the one that was there (not replaced by this command's)
+    assert warm.pid_runs(state["pid"], b"flows.warmd")
+    assert json.loads((tmp / "state" / "warm.json").read_text())["pid"] == state["pid"]
 
 
 def test_fingerprint_separates_import_time_from_per_call_variables():
