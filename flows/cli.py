@@ -271,6 +271,9 @@ def _cmd_validate(args) -> int:
 
 
 def _cmd_serve(args) -> int:
+    """Register the deployments with a Prefect server whose scheduler runs, and execute their runs here until
+    interrupted: ``PREFECT_API_URL`` when set, else the local server (``fairmiss server start``), started now
+    if it is not running. Never Prefect's temporary server: it runs no scheduler, so no run would ever fire."""
     from fairmiss.config import load_schedules
 
     try:
@@ -278,9 +281,26 @@ def _cmd_serve(args) -> int:
     except ConfigError as exc:
         print(f"fairmiss: error: {exc}", file=sys.stderr)
         return 2
+    api = os.environ.get("PREFECT_API_URL")
+    if api:
+        print(f"Prefect server: {api} (PREFECT_API_URL)")
+    else:
+        from flows import server
+
+        try:
+            st, new = server.start(timeout=args.timeout)
+        except (server.ServerError, OSError) as exc:
+            print(f"fairmiss: error: serve needs a Prefect server with its scheduler: {str(exc).splitlines()[0]}",
+                  file=sys.stderr)
+            return 2
+        os.environ["PREFECT_API_URL"] = st.api_url  # before Prefect is imported: its settings are read then
+        print(f"Prefect server {'started' if new else 'running'} at {st.url} (dashboard and schedules there; "
+              f"`fairmiss server stop` stops it)")
     from flows.serve import serve
 
-    print(f"serving {len(sched.deployments)} deployment(s): {', '.join(d.name for d in sched.deployments)}")
+    print(f"serving {len(sched.deployments)} deployment(s): "
+          + ", ".join(f"{d.name} ({f'cron {d.cron!r}' if d.cron else f'every {d.interval_seconds} s'})"
+                      for d in sched.deployments), flush=True)
     serve(args.schedules, results_dir=args.results_dir, processed_dir=args.processed_dir)
     return 0
 
@@ -456,6 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("schedules", nargs="?", default="params/schedules.yaml")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds to wait for the local Prefect server to answer when serve starts it")
     p.set_defaults(fn=_cmd_serve)
     p = sub.add_parser("compare", help="the trade-off front of an experiment's methods, read from any MLflow store")
     p.add_argument("experiment", help="the MLflow experiment (the config's experiment name)")

@@ -1,10 +1,12 @@
 """Scheduled runs: Prefect deployments of the experiment flow, one per entry of a schedules file.
 
 ``fairmiss serve [params/schedules.yaml]`` registers the deployments (cron or interval schedules)
-with the Prefect API in ``PREFECT_API_URL`` (start one with ``prefect server start``; without it,
-Prefect's ephemeral server is used and the schedules live only while ``serve`` runs) and executes
-their runs in this process until interrupted. Scheduled runs pass ``skip_if_unchanged=True``:
-a nightly run does nothing unless the config, the raw data or the code commit changed.
+with the Prefect server in ``PREFECT_API_URL``, or the local one (``fairmiss server start``; the CLI
+starts it when it is not running). That server's scheduler service creates the runs ahead of time; this
+process polls for them and executes each in a subprocess, one at a time (``limit=1``: two runs of one
+experiment never write its results at once; a run that comes due while another runs waits). Scheduled
+runs pass ``skip_if_unchanged=True``: a run does nothing unless the config, the raw data or the code
+changed. The file's format: ``fairmiss.config.schedules`` and the README's "Scheduled runs".
 """
 
 from __future__ import annotations
@@ -40,4 +42,4 @@ def build_deployments(schedules_path: str | Path, *, results_dir: str = "results
 def serve(schedules_path: str | Path = "params/schedules.yaml", **kw) -> None:
     from prefect import serve as prefect_serve
 
-    prefect_serve(*build_deployments(schedules_path, **kw))
+    prefect_serve(*build_deployments(schedules_path, **kw), limit=1)

@@ -20,8 +20,10 @@ The choice: **started on first use and reused.** ``fairmiss run`` / ``study`` an
   only ``tests/test_server.py`` starts one, on a free port, and stops it).
 
 The server keeps Prefect's database in ``PREFECT_HOME`` (default ``~/.prefect``), as the ephemeral server
-does; its UI is off (``PREFECT_SERVER_UI_ENABLED=false``; set it to ``true`` in the environment of
-``fairmiss server start`` to have the dashboard). This module imports no Prefect.
+does; its UI (the dashboard: flow runs, deployments and their schedules) is on at the server's URL
+(``PREFECT_SERVER_UI_ENABLED=false`` in the environment of ``fairmiss server start`` turns it off). Its
+scheduler service creates the runs of ``fairmiss serve``'s deployments (Prefect's temporary server runs no
+scheduler, so ``serve`` never uses it). This module imports no Prefect.
 """
 
 from __future__ import annotations
@@ -150,7 +152,7 @@ def start(port: int | None = None, *, timeout: float = 120.0) -> tuple[ServerSta
             raise ServerError(f"port {port} on 127.0.0.1 is in use")
         log = state_dir() / "prefect-server.log"
         env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-        env.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
+        env.setdefault("PREFECT_SERVER_UI_ENABLED", "true")
         env.pop("PREFECT_API_URL", None)
         cmd = [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
                "--port", str(port)]
