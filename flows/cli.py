@@ -10,6 +10,7 @@
     fairmiss serve [SCHEDULES] Prefect deployments with schedules (params/schedules.yaml), run until Ctrl-C
     fairmiss compare EXPERIMENT  the trade-off front (accuracy vs --metric, mean ± SE, on-front flag) from any
                                MLflow store (--tracking-uri), optionally plotted (--plot PNG)
+    fairmiss worker SCHEDULER  a Dask worker for a running cluster, computing as fairmiss does (pinned BLAS)
     fairmiss ui                MLflow UI on 127.0.0.1 for the local store
     fairmiss server start|stop|status   the local Prefect API server that runs reuse (started on first use)
 
@@ -305,6 +306,32 @@ def _cmd_serve(args) -> int:
     return 0
 
 
+def _cmd_worker(args) -> int:
+    """``dask worker SCHEDULER [ARGS…]`` in an environment that computes as fairmiss's own processes do: the
+    OpenBLAS kernel pinned and one BLAS/OpenMP thread (both set when ``flows`` was imported, before numpy:
+    :mod:`fairmiss.cpu`). The process becomes the Dask worker (exec), so signals and exit status are Dask's."""
+    import shutil
+    from pathlib import Path
+
+    dask = Path(sys.executable).parent / "dask"
+    exe = str(dask) if dask.exists() else shutil.which("dask")
+    if exe is None:
+        print("fairmiss: error: the `dask` command is not installed beside this Python (pip install distributed)",
+              file=sys.stderr)
+        return 2
+    if not re.fullmatch(r"(tcp|tls|inproc|ucx|ws|wss)://\S+|\S+:\d+", args.scheduler):
+        print(f"fairmiss: error: worker: {args.scheduler!r} is not a Dask scheduler address "
+              "(e.g. tcp://10.0.0.5:8786)", file=sys.stderr)
+        return 2
+    from fairmiss.cpu import pin_blas_kernel
+
+    kernel = pin_blas_kernel()
+    print(f"Dask worker for {args.scheduler}: OpenBLAS kernel {kernel or 'chosen by OpenBLAS (not x86-64 AVX2)'}, "
+          f"{os.environ.get('OPENBLAS_NUM_THREADS')} BLAS thread(s)", file=sys.stderr, flush=True)
+    os.execv(exe, [exe, "worker", args.scheduler, *args.dask_args])
+    return 0  # not reached
+
+
 def _cmd_ui(args) -> int:
     """The MLflow UI for the local store on 127.0.0.1: the URL is printed once the server answers; SIGTERM /
     SIGINT (Ctrl-C) stop the server and its workers. With ``MLFLOW_TRACKING_URI`` pointing at a server there is
@@ -479,6 +506,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds to wait for the local Prefect server to answer when serve starts it")
     p.set_defaults(fn=_cmd_serve)
+    p = sub.add_parser("worker", help="a Dask worker for a running cluster that computes as fairmiss does (pinned "
+                       "BLAS kernel, 1 BLAS thread); arguments after the address go to `dask worker`")
+    p.add_argument("scheduler", help="the Dask scheduler's address, e.g. tcp://10.0.0.5:8786")
+    p.add_argument("dask_args", nargs=argparse.REMAINDER, help="passed on to `dask worker` (e.g. --nworkers 2)")
+    p.set_defaults(fn=_cmd_worker)
     p = sub.add_parser("compare", help="the trade-off front of an experiment's methods, read from any MLflow store")
     p.add_argument("experiment", help="the MLflow experiment (the config's experiment name)")
     p.add_argument("--metric", default=None, help="the fairness gap (default: the experiment's fairness_metric)")

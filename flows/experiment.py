@@ -759,6 +759,11 @@ def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool 
         # Dask workers are separate processes: they cannot reach the in-process ephemeral server.
         raise ConfigError(f"{config_path}: execution.task_runner: 'dask' needs a Prefect API server; start one "
                           "(`prefect server start`) and set PREFECT_API_URL=http://127.0.0.1:4200/api")
+    if cfg.execution.task_runner == "dask" and cfg.execution.dask_address:
+        from flows.dask_runner import check_cluster
+
+        n = check_cluster(cfg.execution.dask_address, config_path=str(config_path))
+        logger.info("Dask cluster %s: %d worker(s), each computing as this machine does", cfg.execution.dask_address, n)
     # the tracking writer imports MLflow and opens the store while Prefect starts the flow and the data are built
     prestart_writer(("fairmiss.pipeline",), uri=cfg.tracking.uri,
                     experiment_name=cfg.tracking.experiment_name or cfg.experiment)

@@ -3,6 +3,7 @@ flow reporting to it: the flow run must reach COMPLETED in the server's database
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -153,3 +154,81 @@ def test_dask_task_runner_two_workers_same_metrics(prefect_server, tmp_path):
         outs[runner] = json.loads((tmp_path / runner / "results" / "compas_small" / "metrics.json").read_text())
     assert outs["thread"]["summary"] == outs["dask"]["summary"]
     assert outs["dask"]["n_failed"] == 0
+
+
+def _dask_cluster(tmp_path, name: str, worker_cmd: list[str], env: dict, n: int = 2):
+    """A real `dask scheduler` and ``n`` worker processes on 127.0.0.1 (``worker_cmd`` + the address)."""
+    import time
+
+    port = free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    bin_ = Path(sys.executable).parent
+    logs = [open(tmp_path / f"{name}-{i}.log", "w") for i in range(n + 1)]
+    procs = [subprocess.Popen([str(bin_ / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-dashboard"], env=env, stdout=logs[0], stderr=subprocess.STDOUT)]
+    for i in range(n):
+        procs.append(subprocess.Popen([*worker_cmd, addr, "--nthreads", "1", "--no-dashboard", "--name", f"w{i}"],
+                                      cwd=ROOT, env=env, stdout=logs[i + 1], stderr=subprocess.STDOUT))
+    from distributed import Client
+
+    with Client(addr, timeout=120, set_as_default=False) as c:
+        c.wait_for_workers(n, timeout=180)
+    time.sleep(0.5)
+
+    def stop():
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for f in logs:
+            f.close()
+    return addr, stop
+
+
+def test_existing_dask_cluster_agrees_or_refuses(prefect_server, tmp_path):
+    """A study on a running Dask cluster: workers that would compute other bits are refused before any cell
+    runs (one line naming the worker and the fix, exit 2, no results); workers started with `fairmiss worker`
+    give the local run's metrics.json byte for byte. The learners use BLAS (logistic regressions stopped early,
+    on unscaled features; Zafar's SLSQP)."""
+    api, env = prefect_server
+    learners = [{"kind": "estimator", "name": "lr_early", "estimator": "sklearn.linear_model.LogisticRegression",
+                 "params": {"max_iter": 6}},
+                {"kind": "zafar", "name": "zafar", "tau": 0.01, "max_iter": 10}]
+    common = {"split": {"n_splits": 2}, "imputers": [{"kind": "mean"}], "learners": learners}
+
+    def run(name: str, execution: dict):
+        cfg = small_config(tmp_path / name, execution=execution, **common)
+        r = subprocess.run([sys.executable, "-m", "flows.run", "--config", str(cfg), "--results-dir",
+                            str(tmp_path / name / "results"), "--processed-dir", str(tmp_path / name / "processed")],
+                           cwd=ROOT, env={**env, "PREFECT_API_URL": api}, capture_output=True, text=True, timeout=900)
+        return r, tmp_path / name / "results" / "compas_small" / "metrics.json"
+
+    r, local = run("local", {"max_workers": 2})
+    assert r.returncode == 0, r.stderr[-3000:]
+
+    # plain `dask worker`s on a CPU whose OpenBLAS picks another kernel (modelled with OPENBLAS_CORETYPE)
+    addr, stop = _dask_cluster(tmp_path, "plain", [str(Path(sys.executable).parent / "dask"), "worker"],
+                               {**env, "OPENBLAS_CORETYPE": "Sandybridge"})
+    try:
+        r, out = run("plain", {"max_workers": 2, "task_runner": "dask", "dask_address": addr})
+    finally:
+        stop()
+    assert r.returncode == 2, r.stderr[-3000:]
+    errs = [x for x in r.stderr.splitlines() if x.startswith("fairmiss: error:")]
+    assert len(errs) == 1, r.stderr[-3000:]
+    assert "Dask worker tcp://127.0.0.1:" in errs[0] and "Sandybridge" in errs[0], errs[0]
+    assert f"fairmiss worker {addr}" in errs[0], errs[0]
+    assert not out.exists()
+
+    # the same cluster with `fairmiss worker`: the local run's bits
+    addr, stop = _dask_cluster(tmp_path, "pinned", [sys.executable, "-m", "flows.cli", "worker"], env)
+    try:
+        r, out = run("pinned", {"max_workers": 2, "task_runner": "dask", "dask_address": addr})
+    finally:
+        stop()
+    assert r.returncode == 0, r.stderr[-3000:]
+    a, b = json.loads(local.read_text()), json.loads(out.read_text())
+    assert a["summary"] == b["summary"] and b["n_failed"] == 0
