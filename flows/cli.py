@@ -113,14 +113,6 @@ def _cmd_run(args) -> int:
         if done is not None:
             report(done)
             return 0
-    argv = getattr(args, "argv", None)
-    if argv is not None:  # the warm runner beside the local server runs it in a fork of its imports (flows.warm)
-        from flows import warm
-
-        if warm.usable():
-            code = warm.delegate(argv)
-            if code is not None:
-                return code
     from flows.run import run_command
 
     # the config checks and the up-to-date check run before Prefect is imported (flows.run.run_command)
@@ -306,6 +298,27 @@ def _cmd_serve(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line, ``fairmiss: error: <command>: <problem> (<command> --help)``, exit
+    2, as every other error of the command line (sub-commands' parsers are of this class too)."""
+
+    def error(self, message: str):
+        sub = self.prog.removeprefix("fairmiss").strip()
+        print(f"fairmiss: error: {sub + ': ' if sub else ''}{message} (`{self.prog} --help`)", file=sys.stderr)
+        sys.exit(2)
+
+
+def _port(text: str) -> int:
+    """A TCP port for argparse: an integer 1–65535 (argparse turns the ValueError into one usage line, exit 2)."""
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise ValueError(text)
+    return port
+
+
+_port.__name__ = "port (1-65535)"  # argparse names the type in its message: "invalid port (1-65535) value"
+
+
 def _cmd_worker(args) -> int:
     """``dask worker SCHEDULER [ARGS…]`` in an environment that computes as fairmiss's own processes do: the
     OpenBLAS kernel pinned and one BLAS/OpenMP thread (both set when ``flows`` was imported, before numpy:
@@ -452,7 +465,7 @@ def _where_to_open(uri: str, out: dict | None = None) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="fairmiss", description="Fairness with missing data: experiments, tracked.",
+    ap = _Parser(prog="fairmiss", description="Fairness with missing data: experiments, tracked.",
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="show Prefect's task logs, library warnings and tracebacks")
@@ -520,12 +533,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="also write the front as a PNG to this path")
     p.set_defaults(fn=_cmd_compare)
     p = sub.add_parser("ui", help="MLflow UI for the local store on 127.0.0.1")
-    p.add_argument("--port", type=int, default=5000)
+    p.add_argument("--port", type=_port, default=5000)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the server to answer")
     p.set_defaults(fn=_cmd_ui)
     p = sub.add_parser("server", help="the local Prefect API server reused by every run (start | stop | status)")
     p.add_argument("action", choices=("start", "stop", "status"))
-    p.add_argument("--port", type=int, default=None, help="start: this port (default 4200 when free, else a free one)")
+    p.add_argument("--port", type=_port, default=None, help="start: this port (default 4200 when free, else a free one)")
     p.add_argument("--timeout", type=float, default=120.0, help="start: seconds to wait for the server to answer")
     p.set_defaults(fn=_cmd_server)
     return ap
@@ -533,7 +546,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # what a warm runner's fork runs (flows.warm)
     # flows.errors reads FAIRMISS_VERBOSE when imported (it imports the config and dataset stack, which an
     # up-to-date run never needs); a module imported before is told directly
     before = os.environ.get("FAIRMISS_VERBOSE")
@@ -542,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     if "flows.errors" in sys.modules:
         sys.modules["flows.errors"].VERBOSE = bool(args.verbose or before)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format=LOG_FORMAT)
-    # a no-op when the root logger has its handler already (a command forked by the warm runner, flows.warm)
+    # basicConfig is a no-op when the root logger has a handler already (main() called in-process)
     logging.getLogger().setLevel(logging.INFO if args.verbose else logging.WARNING)
     # library warnings (scikit-learn, pandas via fairlearn, …) go to the `py.warnings` logger: shown with -v,
     # kept off the console otherwise (flows.errors._QuietFlowErrors)

@@ -17,10 +17,18 @@ from tasks.experiment import warm_worker
 logger = logging.getLogger(__name__)
 
 
+def numerics() -> dict[str, str]:
+    """:func:`fairmiss.cpu.numerics` and the code version (:func:`fairmiss.codeversion.code_version`: the
+    sources and the numerical packages' versions) of the process it runs in."""
+    from fairmiss.codeversion import code_version
+    from fairmiss.cpu import numerics as blas
+
+    return {"code": code_version(), **blas()}
+
+
 def check_cluster(address: str, *, config_path: str = "<config>", timeout: float = 30.0) -> int:
     """Refuse a running Dask cluster whose workers would not give this machine's bits, before any cell is
-    submitted: every worker must report the same :func:`fairmiss.cpu.numerics` (code version, BLAS kernel and
-    BLAS threads) as this process. Returns the number of workers; raises ``ConfigError`` with one line naming
+    submitted: every worker must report the same :func:`numerics` (code version, BLAS kernel and BLAS threads) as this process. Returns the number of workers; raises ``ConfigError`` with one line naming
     the first worker that differs, what differs, and the fix (``fairmiss worker ADDRESS``).
 
     A worker started by plain ``dask worker`` on a CPU whose OpenBLAS picks another kernel (e.g. SkylakeX on
@@ -30,7 +38,6 @@ def check_cluster(address: str, *, config_path: str = "<config>", timeout: float
     from distributed import Client
 
     from fairmiss.config import ConfigError
-    from fairmiss.cpu import numerics
 
     fix = f"start the workers with `fairmiss worker {address}` (same fairmiss and packages as here)"
     try:

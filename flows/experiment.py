@@ -74,26 +74,7 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
             server = SubprocessASGIServer._instances.get(None)
             if server is not None and server.server_process is not None and server.port:
                 os.environ["PREFECT_API_URL"] = self._env_api_url = server.api_url
-        # In a command forked by the warm runner (flows.warm), the workers are forks of its fork server, which has
-        # the flow stack imported, instead of fresh interpreters. Prefect 3.8 builds its executor with the spawn
-        # context and no option to choose; the executor starts no process before the first submit, so its
-        # (private) context is swapped below. Queues made by the spawn context pass to forkserver workers as they
-        # do to spawned ones. The workers' stdout / stderr would be the fork server's (its log): the initializer's
-        # arguments carry the command's own (flows.warm.ForwardedStdio), set only while the executor is built.
-        from flows.warm import ForwardedStdio, pool_context
-
-        ctx = pool_context()
-        saved = getattr(self, "_initializer", None), getattr(self, "_initargs", ())
-        if ctx is not None and saved[0] is None:
-            self._initializer, self._initargs = ForwardedStdio.initializer, (ForwardedStdio(),)
-        try:
-            runner = super().__enter__()
-        finally:
-            self._initializer, self._initargs = saved
-        executor = getattr(self, "_executor", None)
-        if ctx is not None and executor is not None and hasattr(executor, "_mp_context") \
-                and not getattr(executor, "_processes", None):
-            executor._mp_context = ctx
+        runner = super().__enter__()
         # Issue P: start the workers now. The executor spawns a worker only when a task arrives, and a spawned
         # worker then imports Prefect and fairmiss (~2–3 s) before its first task; here that overlaps the flow's
         # start and its data task instead of following them (the first split and cell start that much sooner).
@@ -273,11 +254,7 @@ def _task_runner(cfg: ExperimentConfig, n_cells: int | None = None):
                                    cluster_kwargs={"n_workers": cfg.execution.max_workers, "threads_per_worker": 1,
                                                    "processes": True, "dashboard_address": None})
     if cfg.execution.task_runner == "process":
-        from flows.warm import pool_context
-
-        # in a command forked by the warm runner a worker is a fork with everything imported: starting it early
-        # costs a fork, not seconds of imports competing with the flow for the cores
-        spare = _core_to_spare(cfg.execution.max_workers) or pool_context() is not None
+        spare = _core_to_spare(cfg.execution.max_workers)
         return StoppableProcessPoolTaskRunner(
             max_workers=cfg.execution.max_workers,
             prewarm=(sum(1 for _ in cfg.cells()) if n_cells is None else n_cells) if spare else 0,

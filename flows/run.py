@@ -102,6 +102,9 @@ def run_any(config_path: str | Path, *, quick: bool = False, force: bool = False
     cfg, done = prepare_run(config_path, quick=quick, force=force, **kw)
     if done is not None:
         return done
+    from flows.server import use_local_server
+
+    use_local_server()  # the user's server, as the CLI uses (a no-op once Prefect is imported: its settings are fixed)
     return start_flow(cfg, config_path, quick=quick, force=force, **kw)
 
 
@@ -142,13 +145,8 @@ def run_command(config_path: str | Path, report: Callable[[dict], None] = lambda
         return 0
     from flows.server import use_local_server
 
-    api_url = use_local_server()  # before run_guarded: it imports Prefect, whose settings are read at import
-    status = run_guarded(lambda: report(start_flow(cfg, config_path, quick=quick, force=force, **kw)))
-    if api_url and status not in (130, 143):  # the next command beside this server starts warm (flows.warm)
-        from flows import warm
-
-        warm.ensure_started(api_url)
-    return status
+    use_local_server()  # before run_guarded: it imports Prefect, whose settings are read at import
+    return run_guarded(lambda: report(start_flow(cfg, config_path, quick=quick, force=force, **kw)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,12 +157,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides")
     ap.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date")
     args = ap.parse_args(argv)
-    from flows import warm
-
-    if warm.usable():  # beside the local server: in a fork of the warm runner (flows.warm), as `fairmiss run` does
-        code = warm.delegate(list(sys.argv[1:] if argv is None else argv), entry="run")
-        if code is not None:
-            return code
     return run_command(args.config, quick=args.quick, force=args.force, results_dir=args.results_dir,
                        processed_dir=args.processed_dir)
 

@@ -1,29 +1,31 @@
-"""A local Prefect API server that outlives one command (issue 24): ``fairmiss server start|stop|status``.
+"""The local Prefect API server, one per user, that every entry point shares: ``fairmiss server
+start|stop|status``.
 
-Prefect's ephemeral server (what a flow gets with no ``PREFECT_API_URL``) starts a uvicorn process with
-every command and stops it at the end: seconds before the first cell of every run. The persistent server
-is ``prefect server start --host 127.0.0.1 --port <4200, or a free port>``, launched detached (its own
-session and process group; log ``.fairmiss/prefect-server.log``) with a state file
-``.fairmiss/server.json`` (pid, port, URL) in the directory the command runs from (the project; not
-committed). ``status`` reports it (and removes a stale state file whose process is gone); ``stop``
+Prefect's temporary server (what a flow gets with no ``PREFECT_API_URL``) starts a uvicorn process with
+every command, runs no scheduler and forgets its runs when the command ends. The local server is
+``prefect server start --host 127.0.0.1 --port <4200, or a free port>``, launched detached (its own
+session and process group), with its state file ``server.json`` (pid, port, URLs) and log in a per-user
+directory: ``$FAIRMISS_STATE_DIR``, else ``$XDG_STATE_HOME/fairmiss``, else ``~/.local/state/fairmiss``.
+So the CLI, ``flows.api.run`` from any directory, ``fairmiss serve`` and the DVC stages find the same
+server. ``status`` reports it (and removes a stale state file whose process is gone); ``stop``
 terminates its process group and waits.
 
-The choice: **started on first use and reused.** ``fairmiss run`` / ``study`` and ``python -m flows.run``
-(what DVC calls) — when a flow actually runs (an up-to-date check that answers starts nothing) and
-``PREFECT_API_URL`` is unset — start the server if it is not running, and point Prefect at it by setting
-``PREFECT_API_URL`` before Prefect is imported. ``FAIRMISS_PREFECT_SERVER`` chooses:
+**Started on first use and reused.** ``fairmiss run`` / ``study``, ``flows.api.run`` and ``python -m
+flows.run`` (what DVC calls) — when a flow actually runs (a rejected config or an up-to-date check starts
+nothing) and ``PREFECT_API_URL`` is unset — start the server if it is not running (saying so on stderr,
+with how to stop it), and point Prefect at it by setting ``PREFECT_API_URL`` before Prefect is imported.
+``FAIRMISS_PREFECT_SERVER`` chooses:
 
-- ``auto`` (default): use the running server, else start it; if it cannot start, Prefect's ephemeral
+- ``auto`` (default): use the running server, else start it; if it cannot start, Prefect's temporary
   server (the fallback; a warning says why);
 - ``reuse``: use the server when it is running, never start it;
-- ``ephemeral``: never use it (the test suite sets this: no test leaves a background server running,
-  only ``tests/test_server.py`` starts one, on a free port, and stops it).
+- ``ephemeral``: never use it (the test suite sets this: tests that need a server start their own on a
+  free port with their own state directory, and stop it).
 
-The server keeps Prefect's database in ``PREFECT_HOME`` (default ``~/.prefect``), as the ephemeral server
-does; its UI (the dashboard: flow runs, deployments and their schedules) is on at the server's URL
-(``PREFECT_SERVER_UI_ENABLED=false`` in the environment of ``fairmiss server start`` turns it off). Its
-scheduler service creates the runs of ``fairmiss serve``'s deployments (Prefect's temporary server runs no
-scheduler, so ``serve`` never uses it). This module imports no Prefect.
+``fairmiss serve`` always uses a server with a scheduler: ``PREFECT_API_URL``, else this one.
+The server keeps Prefect's database in ``PREFECT_HOME`` (default ``~/.prefect``); its UI (the dashboard:
+flow runs, deployments and their schedules) is on at the server's URL (``PREFECT_SERVER_UI_ENABLED=false``
+in the environment of ``fairmiss server start`` turns it off). This module imports no Prefect.
 """
 
 from __future__ import annotations
@@ -64,10 +66,15 @@ class ServerState:
 
 
 def state_dir() -> Path:
-    """``$FAIRMISS_STATE_DIR``, else ``.fairmiss`` in the current directory (the project)."""
-    from flows.warm import state_dir as warm_state_dir  # one rule for the server's and the warm runner's state
-
-    return warm_state_dir()
+    """``$FAIRMISS_STATE_DIR``, else ``$XDG_STATE_HOME/fairmiss``, else ``~/.local/state/fairmiss`` (created):
+    one per user, whatever directory a command runs from."""
+    d = os.environ.get(ENV_STATE_DIR)
+    if not d:
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        d = str(Path(base) / "fairmiss")
+    p = Path(d)
+    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return p
 
 
 def state_file() -> Path:
@@ -78,15 +85,34 @@ def _pid_alive(pid: int) -> bool:
     with contextlib.suppress(ChildProcessError, OSError):
         if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child that exited: reaped, gone
             return False
-    from flows.warm import pid_runs
-
     return pid_runs(pid, b"prefect", b"server")  # a recycled pid is not our server
 
 
-def healthy(url: str, timeout: float = 2.0) -> bool:
-    from flows.warm import prefect_api_healthy
+def pid_runs(pid: int, *markers: bytes) -> bool:
+    """Whether process ``pid`` exists and its command line (when it can be read) holds every marker: a recycled
+    pid is not ours."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return True
+    return all(m in text for m in markers)
 
-    return prefect_api_healthy(url + "/api", timeout)
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    """Whether the Prefect API at ``url`` + ``/api`` answers its health check."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url + "/api/health", timeout=timeout) as r:
+            return r.status == 200
+    except (OSError, ValueError):
+        return False
 
 
 def read_state() -> ServerState | None:
@@ -162,7 +188,8 @@ def start(port: int | None = None, *, timeout: float = 120.0) -> tuple[ServerSta
         st = ServerState(proc.pid, port, f"http://127.0.0.1:{port}", str(log.resolve()))
         tmp = state_file().with_suffix(".json.tmp")
         tmp.write_text(json.dumps({"pid": st.pid, "port": st.port, "url": st.url, "api_url": st.api_url,
-                                   "log": st.log, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
+                                   "log": st.log, "ui": env["PREFECT_SERVER_UI_ENABLED"].lower() not in ("false", "0", "no"),
+                                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
         os.replace(tmp, state_file())
         if not _wait_health(st, proc, timeout):
             _terminate(st.pid, proc)
@@ -233,7 +260,10 @@ def use_local_server() -> str | None:
         if state != "running":
             if mode == "reuse":
                 return None
-            st, _ = start()
+            st, new = start()
+            if new:
+                print(f"fairmiss: started the local Prefect server at {st.url} (pid {st.pid}); it stays up for the "
+                      "next runs — `fairmiss server status` / `fairmiss server stop`", file=sys.stderr)
     except (ServerError, OSError) as exc:
         logger.warning("the local Prefect server could not start (%s); using Prefect's ephemeral server",
                        str(exc).splitlines()[0])
@@ -243,23 +273,18 @@ def use_local_server() -> str | None:
 
 
 def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0) -> int:
-    """``fairmiss server start|stop|status``: prints one line; exit 0, or 2 with the reason on stderr."""
-    from flows import warm
-
+    """``fairmiss server start|stop|status``: exit 0 (status: 1 when the server's process runs but does not
+    answer), or 2 with the reason on stderr."""
     if action == "start":
         try:
             st, new = start(port, timeout=timeout)
         except ServerError as exc:
             print(f"fairmiss: error: {exc}", file=sys.stderr)
             return 2
-        print(f"Prefect server {'started' if new else 'already running'} at {st.url} (pid {st.pid}; "
-              f"PREFECT_API_URL={st.api_url}; log {st.log})")
-        _start_warm(st, timeout)
+        print(f"Prefect server {'started' if new else 'already running'} at {st.url} (pid {st.pid})")
+        _describe(st)
         return 0
     if action == "stop":
-        w = warm.stop()
-        if w:
-            print(f"warm runner stopped (pid {w['pid']})")
         st = stop()
         print(f"Prefect server stopped (pid {st.pid}, {st.url})" if st else "Prefect server: not running")
         return 0
@@ -267,33 +292,17 @@ def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0) ->
     if st is None:
         print("Prefect server: not running (`fairmiss server start`, or the first `fairmiss run` starts it)")
         return 0
-    print(f"Prefect server: {state} at {st.url} (pid {st.pid}; log {st.log})")
-    wstate, w = warm.status()
-    print(f"warm runner: {wstate}" + (f" (pid {w['pid']}; imports {w.get('imported_in_s')} s; "
-                                     f"log {state_dir() / 'warm.log'})" if w else
-                                     " (`fairmiss server start` starts it; FAIRMISS_WARM=off: never used)"))
+    print(f"Prefect server: {state} at {st.url} (pid {st.pid})")
+    _describe(st)
     return 0 if state == "running" else 1
 
 
-def _start_warm(st: ServerState, timeout: float) -> None:
-    """The warm runner beside the server (``flows.warm``): started (or restarted for another server or changed
-    code) and waited for, so that the next command starts in a fork of its imports."""
-    from flows import warm
-
-    if os.environ.get(warm.ENV_WARM, "").strip().lower() in ("off", "0", "false", "no"):
-        print("warm runner: off (FAIRMISS_WARM)")
-        return
-    wstate, w = warm.status()
-    if w is not None and w.get("api_url") == st.api_url and wstate == "running" \
-            and w.get("fingerprint") == warm.fingerprint():
-        print(f"warm runner already running (pid {w['pid']})")
-        return
-    if w is not None:
-        warm.stop()
-    pid = warm.start(st.api_url, wait=timeout)
-    wstate, w = warm.status()
-    if wstate == "running" and w and w.get("pid") == pid:
-        print(f"warm runner ready (pid {pid}; imports {w.get('imported_in_s')} s; commands run in a fork of it)")
-    else:
-        print(f"warm runner not ready ({wstate}; log {state_dir() / 'warm.log'}): commands run on their own",
-              file=sys.stderr)
+def _describe(st: ServerState) -> None:
+    print(f"  API        {st.api_url}   (PREFECT_API_URL for commands of your own)")
+    try:
+        ui = json.loads(state_file().read_text()).get("ui", True)
+    except (OSError, ValueError):
+        ui = True
+    if ui:
+        print(f"  dashboard  {st.url}")
+    print(f"  log        {st.log}\n  state      {state_file()}")

@@ -37,7 +37,7 @@ def test_interval_schedule_fires_on_the_local_server(tmp_path):
     sched.write_text(yaml.safe_dump({"deployments": [
         {"name": "every-20s", "config": str(cfg), "interval_seconds": 20}]}))
     env = {**os.environ, "FAIRMISS_STATE_DIR": str(tmp_path / "state"), "PREFECT_HOME": str(tmp_path / "prefect"),
-           "FAIRMISS_PREFECT_SERVER": "auto", "FAIRMISS_WARM": "off", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "FAIRMISS_PREFECT_SERVER": "auto", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
            # the scheduler looks for deployments to schedule every 5 s instead of every 60 s
            "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5", "PREFECT_RUNNER_POLL_FREQUENCY": "2"}
     env.pop("PREFECT_API_URL", None)

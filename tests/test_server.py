@@ -27,15 +27,17 @@ def _cli(*args, env, timeout=300):
 @pytest.fixture(scope="module")
 def started(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("server")
-    env = {**os.environ, "PREFECT_HOME": str(tmp / "home"), server.ENV_STATE_DIR: str(tmp / "state")}
+    # the per-user state directory ($XDG_STATE_HOME/fairmiss), not FAIRMISS_STATE_DIR: what a user gets
+    env = {**os.environ, "PREFECT_HOME": str(tmp / "home"), "XDG_STATE_HOME": str(tmp / "xdg")}
     env.pop("PREFECT_API_URL", None)
+    env.pop(server.ENV_STATE_DIR, None)
     (tmp / "home").mkdir()
     port = free_port()
     try:
         r = _cli("server", "start", "--port", str(port), env=env)
         assert r.returncode == 0, r.stderr[-3000:]
         assert f"http://127.0.0.1:{port}" in r.stdout
-        state = json.loads((tmp / "state" / "server.json").read_text())
+        state = json.loads((tmp / "xdg" / "fairmiss" / "server.json").read_text())
         yield tmp, env, state
     finally:
         _cli("server", "stop", env=env)
@@ -52,14 +54,27 @@ def test_start_status_and_reuse(started):
     assert os.getpgid(state["pid"]) == state["pid"]  # its own process group (stop ends the whole group)
 
 
-def test_a_run_reports_to_the_running_server(started, tmp_path):
-    """`fairmiss run` with the server running (mode reuse: start nothing else) records its flow run there."""
+def test_status_from_another_directory_finds_the_same_server(started, tmp_path):
+    tmp, env, state = started
+    r = subprocess.run([sys.executable, "-m", "flows.cli", "server", "status"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and f"running at {state['url']} (pid {state['pid']}" in r.stdout, r.stdout + r.stderr
+    assert f"API        {state['api_url']}" in r.stdout and f"dashboard  {state['url']}" in r.stdout
+
+
+def test_a_run_from_another_directory_reports_to_the_running_server(started, tmp_path):
+    """`fairmiss run` from a directory of its own (mode auto) finds the user's running server, starts no
+    other, and records its flow run there."""
     tmp, env, state = started
     cfg = small_config(tmp_path, split={"test_size": 0.3, "n_splits": 1}, imputers=[{"kind": "mean"}],
                        tracking={"uri": f"sqlite:///{tmp_path / 'mlflow.db'}", "log_models": False})
-    r = _cli("run", str(cfg), "--results-dir", str(tmp_path / "results"), "--processed-dir",
-             str(tmp_path / "processed"), env={**env, server.ENV_MODE: "reuse"}, timeout=900)
+    r = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(cfg), "--results-dir", str(tmp_path / "results"),
+                        "--processed-dir", str(tmp_path / "processed")], cwd=tmp_path,
+                       env={**env, server.ENV_MODE: "auto", "FAIRMISS_DATA_MIRROR": os.environ["FAIRMISS_DATA_MIRROR"]},
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
+    assert "started the local Prefect server" not in r.stderr
+    assert not (tmp_path / ".fairmiss").exists()
     runs = requests.post(state["api_url"] + "/flow_runs/filter", json={"limit": 50}, timeout=30).json()
     assert any(x["state_type"] == "COMPLETED" for x in runs), runs
 

@@ -81,16 +81,13 @@ def cpu_fingerprint() -> str:
 
 
 def numerics() -> dict[str, str]:
-    """What a process must share with the flow's for its cells to give the same bits: the code version
-    (:func:`fairmiss.codeversion.code_version`: sources and numerical package versions), and each loaded BLAS
-    library's kernel and thread count (a multi-threaded BLAS sums in another order). numpy's SIMD level is not
-    part of it: no result depends on it (see the module docstring). Checked on every worker of a Dask cluster
-    before a study's cells are submitted to it (``flows.dask_runner.check_cluster``)."""
+    """Each loaded BLAS library's kernel and thread count (a multi-threaded BLAS sums in another order): what,
+    beside the code version, a process must share with the flow's for its cells to give the same bits. numpy's
+    SIMD level is not part of it: no result depends on it (see the module docstring). Checked on every worker
+    of a Dask cluster before a study's cells are submitted to it (``flows.dask_runner.check_cluster``)."""
     import numpy as np  # noqa: F401  (loads OpenBLAS, so threadpoolctl sees it)
     from threadpoolctl import threadpool_info
 
-    from fairmiss.codeversion import code_version
-
     blas = sorted({f"{i.get('internal_api')} {i.get('architecture')} kernel, {i.get('num_threads')} thread(s)"
                    for i in threadpool_info() if i.get("user_api") == "blas"})
-    return {"code": code_version(), "blas": "; ".join(blas) or "none"}
+    return {"blas": "; ".join(blas) or "none"}

@@ -932,38 +932,19 @@ class RemoteTracker:
 _PRESTARTED: list = []  # at most one idle writer process, started ahead of the flow by prestart_writer
 
 
-#: Another way to start the writer process, set by the application (``flows.warm`` in a command forked by its warm
-#: runner: the writer is then a fork of a process that has MLflow imported, instead of a new interpreter that
-#: imports it for ~2–4 s while the flow waits for its store). Called with the writer's extra environment; returns a
-#: ``subprocess.Popen``-like object (``stdin``, ``stdout``, ``pid``, ``poll``, ``wait``, ``kill``) or ``None``
-#: (then a subprocess, as by default). The library never sets it.
-WRITER_LAUNCHER = None
-
-
 def _start_writer_process(preload: tuple[str, ...] = (), store: tuple[str, str] | None = None):
     import subprocess
     import sys
 
     extra = {"FAIRMISS_WRITER_PARENT": str(os.getpid()), "FAIRMISS_WRITER_PRELOAD": ",".join(preload),
              "FAIRMISS_WRITER_STORE": json.dumps(list(store) if store else None)}
-    if WRITER_LAUNCHER is not None:
-        proc = WRITER_LAUNCHER(extra)
-        if proc is not None:
-            return proc
     code = "from fairmiss.tracking import _writer_main; _writer_main()"
     return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             env={**os.environ, **extra})
 
 
 def _writer_parent_alive(parent: int) -> bool:
-    """Whether the flow process ``parent`` still runs: it is the writer's parent process; a writer started by a
-    multiprocessing fork server (:data:`WRITER_LAUNCHER`) has the server as its OS parent and the flow's process
-    as multiprocessing's parent (its sentinel closes when that process ends, however it ends)."""
-    from multiprocessing import parent_process
-
-    mp_parent = parent_process()
-    if mp_parent is not None and mp_parent.pid == parent:
-        return mp_parent.is_alive()
+    """Whether the flow process ``parent`` (the writer's parent process) still runs."""
     return os.getppid() == parent
 
 

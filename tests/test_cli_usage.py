@@ -1,0 +1,29 @@
+"""Usage errors of the command line are one ``fairmiss: error:`` line and exit 2 (argparse's own format prints the
+whole usage first); ports out of range are usage errors, not tracebacks or a server that cannot bind."""
+
+from __future__ import annotations
+
+import pytest
+
+from flows.cli import main
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["server", "start", "--port", "99999"], "server: argument --port: invalid port (1-65535) value: '99999'"),
+    (["server", "start", "--port", "0"], "invalid port (1-65535) value: '0'"),
+    (["ui", "--port", "http"], "ui: argument --port: invalid port (1-65535) value: 'http'"),
+    (["server", "restart"], "server: argument action: invalid choice: 'restart'"),
+    (["run", "--bogus"], "unrecognized arguments: --bogus"),
+    (["worker", "not-an-address"], "worker: 'not-an-address' is not a Dask scheduler address"),
+])
+def test_usage_error_is_one_line(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAIRMISS_STATE_DIR", str(tmp_path))
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fairmiss: error: ") and needle in lines[0], err
+    assert not (tmp_path / "server.lock").exists() and not (tmp_path / "server.json").exists()
