@@ -80,7 +80,7 @@ def _ms(x):
 
 
 def render(rows: list[dict], runs: list[dict]) -> str:
-    lines = ["# Adult Figure 2(b): larger batches with exact trees (issue 22)", ""]
+    lines = ["# Adult Figure 2(b): larger batches with exact trees", ""]
     for meta in runs:
         lines.append(f"- `{meta['command']}`; {meta['when']}; {meta['machine']}; load average at start "
                      f"{meta['load_start']}, at end {meta.get('load_end', '?')}; wall time {meta.get('wall_min', 0):.1f} min.")

@@ -148,7 +148,7 @@ def main(argv=None) -> int:
             e[f] = float(np.mean([x[f] for x in rs]))
         e["convergence_warnings"] = int(sum(x["convergence_warnings"] for x in rs))
         summary.append(e)
-    cmd = ("FAIRMISS_DATA_MIRROR=/work/shared/data/raw OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "
+    cmd = ("FAIRMISS_DATA_MIRROR=../shared/data/raw OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "
            ".venv/bin/python bench/bench_002_sweep.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
     meta = {"command": cmd, "python": platform.python_version(), "machine": platform.machine(),
             "blas_threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},

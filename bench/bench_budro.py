@@ -221,7 +221,7 @@ def main():
         f"every run in its own process, {REPEATS} interleaved repeats, medians "
         f"(load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores). "
         "Support: 32 fair-metric nearest neighbours.", "",
-        f"Command: `FAIRMISS_DATA_MIRROR=/work/shared/data/raw BUDRO_BENCH_THREADS={THREADS} "
+        f"Command: `FAIRMISS_DATA_MIRROR=../shared/data/raw BUDRO_BENCH_THREADS={THREADS} "
         + (f"BUDRO_BENCH_OUT={stem} " if os.environ.get("BUDRO_BENCH_OUT") else "") +
         f"BUDRO_BENCH_REPEATS={REPEATS} BUDRO_BENCH_CONFIGS={','.join(configs)} BUDRO_BENCH_APPROX_N={APPROX_N} "
         ".venv/bin/python bench/bench_budro.py`", "",

@@ -167,7 +167,7 @@ def render(res) -> str:
     groups = {}
     for r in res["rows"]:
         groups.setdefault((r["dataset"], r["fairness"], r["lambda"], r["n"]), []).append(r)
-    lines = ["# Exact DP trees vs the local search (issue 22)", "",
+    lines = ["# Exact DP trees vs the local search", "",
              f"`{res['command']}`, commit {res['commit']}, {res['machine']}, {res['cpus']} CPUs. Load average "
              f"(1/5/15 min) at start {res['loadavg_start']}, at end {res['loadavg_end']} (on 2 cores, a load above ~1.5 "
              "means other jobs shared them and absolute seconds are inflated); DP and search ran "

@@ -345,7 +345,7 @@ def main(argv=None) -> int:
     out = ROOT / "bench" / "results"
     (out / f"{args.out}.json").write_text(json.dumps(res, indent=2) + "\n")
     lines = [
-        "# Orchestration benchmark (issue I)" + ("" if args.out == "orchestration" else f" — {args.out}"), "",
+        "# Orchestration benchmark" + ("" if args.out == "orchestration" else f" — {args.out}"), "",
         f"Command: `FAIRMISS_DATA_MIRROR=../shared/data/raw .venv/bin/python bench/bench_orchestration.py "
         f"{' '.join(argv if argv is not None else sys.argv[1:])}`; {os.cpu_count()} CPUs, load average at start "
         f"{res['machine']['load_at_start'][0]:.1f}, at end {res['machine']['load_at_end'][0]:.1f}. Medians of "

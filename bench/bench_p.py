@@ -74,7 +74,7 @@ def main(argv=None) -> int:
             subprocess.run(f"git archive HEAD | tar -x -C {tree}", shell=True, check=True, cwd=ROOT)
             parts["startup_seconds"] = run([
                 PY, str(ROOT / "bench" / "bench_startup.py"), "--repeats", r, "--tree", tree, "--stop-server",
-                "--only", "uptodate,study_server,study_server_nowarm,study_cold", "--label", f"bench_p.py on {commit}",
+                "--only", "uptodate,study_server,study_cold", "--label", f"bench_p.py on {commit}",
                 "--out", str(RESULTS / f"{out}_startup.md"), "--json", str(RESULTS / f"{out}_startup.json")])
     if "dask" not in skip:
         parts["dask_seconds"] = run([PY, bo, "--repeats", r, "--skip-grid", "--scale-runners", "dask",
@@ -107,9 +107,8 @@ def main(argv=None) -> int:
             f"{g['per_cell_ms_writer']:.0f} ms", "≤ 10 ms", g["per_cell_ms_writer"] <= 10)
     if st:
         md = st["median"]
-        ref = md.get("study_server_nowarm")
         row("command → first cell (quick study, local server running)", "~17 s",
-            f"{md['study_server']:.1f} s" + (f" (warm runner off, same run: {ref:.1f} s)" if ref else ""),
+            f"{md['study_server']:.1f} s",
             "≤ 3 s", md["study_server"] <= 3)
         row("same, nothing running yet (cold: ephemeral server)", "~17 s", f"{md['study_cold']:.1f} s", "≤ 10 s",
             md["study_cold"] <= 10)
@@ -130,7 +129,7 @@ def main(argv=None) -> int:
                 f"{statistics.median(p[0] for p in peaks):.0f} MB / {statistics.median(p[1] for p in peaks):.0f} MB",
                 "(record)", None)
     cmd = f"bench/bench_p.py {' '.join(argv if argv is not None else sys.argv[1:])}".strip()
-    lines = [f"# Issue P's goal table — {out}", "",
+    lines = [f"# Orchestration goal table — {out}", "",
              f"`FAIRMISS_DATA_MIRROR=../shared/data/raw .venv/bin/python {cmd}` on commit `{commit}`"
              f"{' (working tree modified)' if dirty else ''}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
              f"{os.cpu_count()} CPUs; load average {load0[0]:.2f} at start, {load1[0]:.2f} at end; "

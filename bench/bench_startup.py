@@ -19,9 +19,7 @@ Measures, interleaved over ``--repeats`` rounds (median reported):
   terminated once the line appears. ``study_cold`` runs with ``FAIRMISS_PREFECT_SERVER=ephemeral`` (Prefect's
   ephemeral server started by the command, as before the persistent server existed); ``study_server`` with
   ``FAIRMISS_PREFECT_SERVER=reuse`` and the persistent local server already running (``fairmiss server start``
-  is run before the first repeat; ``--stop-server`` stops it at the end). ``fairmiss server start`` also starts the
-  warm runner (``flows.warm``), so ``study_server`` is a command forked by it; ``study_server_nowarm`` is the same
-  command with ``FAIRMISS_WARM=off`` (it imports and spawns everything itself), its reference arm in the same run.
+  is run before the first repeat; ``--stop-server`` stops it at the end).
 
 Appends one section (label, date, load average before/after, commit) to ``--out``.
 """
@@ -45,7 +43,7 @@ TREE = ROOT  # --tree
 
 def _env(**extra) -> dict:
     env = dict(os.environ)
-    env.setdefault("FAIRMISS_DATA_MIRROR", "/work/shared/data/raw")
+    env.setdefault("FAIRMISS_DATA_MIRROR", str(ROOT.parent / "shared" / "data" / "raw"))
     env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
     if TREE != ROOT:
         env["PYTHONPATH"] = f"{TREE / 'src'}:{TREE}"
@@ -101,9 +99,6 @@ MEASURES = {
                    lambda: first_cell("ephemeral")),
     "study_server": ("fairmiss study 000_fig2_compas --quick: command → first cell, local server running",
                      lambda: first_cell("reuse")),
-    # the same with the warm runner (flows.warm) not used: the reference arm of the row above, in the same run
-    "study_server_nowarm": ("… same, local server running, warm runner off (FAIRMISS_WARM=off: the command "
-                            "imports the flow stack itself)", lambda: first_cell("reuse", FAIRMISS_WARM="off")),
 }
 
 
@@ -123,7 +118,7 @@ def main(argv=None) -> int:
     if "uptodate" in names:  # make it up to date first (a full run when it is not)
         t = wall([FAIRMISS, "run", "params/compas_default.yaml"])
         print(f"warm-up run: {t:.1f} s", file=sys.stderr, flush=True)
-    if "study_server" in names or "study_server_nowarm" in names:
+    if "study_server" in names:
         subprocess.run([FAIRMISS, "server", "start"], cwd=TREE, env=_env(), check=True)
     load0 = os.getloadavg()
     times: dict[str, list[float]] = {n: [] for n in names}
@@ -137,10 +132,10 @@ def main(argv=None) -> int:
         subprocess.run([FAIRMISS, "server", "stop"], cwd=TREE, env=_env(), check=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     if TREE != ROOT:
-        commit = f"sources in {TREE} (see the label)"
+        commit = "sources in a copy made with `git archive` (see the label)"
     lines = [f"\n## {args.label} — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}\n",
              f"`python bench/bench_startup.py --label '{args.label}' --only {','.join(names)} --repeats {args.repeats}"
-             f"{' --tree ' + str(TREE) if TREE != ROOT else ''}{' --stop-server' if args.stop_server else ''}` "
+             f"{' --tree DIR' if TREE != ROOT else ''}{' --stop-server' if args.stop_server else ''}` "
              f"({time.perf_counter() - t_all:.0f} s); load average before {load0[0]:.2f} / {load0[1]:.2f} / "
              f"{load0[2]:.2f}, after {load1[0]:.2f} / {load1[1]:.2f} / {load1[2]:.2f} (2 cores, shared)\n",
              "| command | median (s) | runs (s) |", "|---|---|---|"]
@@ -150,7 +145,7 @@ def main(argv=None) -> int:
     text = "\n".join(lines) + "\n"
     out = Path(args.out)
     if not out.exists():
-        out.write_text("# Start-up times (issue 24)\n\nProduced by `bench/bench_startup.py` (see its docstring for "
+        out.write_text("# Start-up times\n\nProduced by `bench/bench_startup.py` (see its docstring for "
                        "what each row measures).\n")
     with out.open("a") as f:
         f.write(text)

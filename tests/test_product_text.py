@@ -1,0 +1,66 @@
+"""The product's own text — README, the documentation site, the configs and the benchmark records — speaks of
+the product: no absolute paths of a working machine, no work-diary phrases (numbered work periods, "this
+machine ran …"), no internal issue labels a reader cannot open. Scope: ``README.md``, ``docs/**/*.md``,
+``params/**/*.yaml``, ``bench/**/*.md``; code comments are not scanned here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PATTERNS = {
+    # an absolute path on a working machine; a URL's path (https://host/home/…) is preceded by a word character
+    "machine path": re.compile(r"(?<![\w.~/-])/(?:work|tmp|root|home)/"),
+    "work diary": re.compile(r"\bsession \d+|\bthis session\b|\bthis machine ran\b|\bon a day this machine\b"
+                             r"|\bthis machine today\b", re.IGNORECASE),
+    "internal issue label": re.compile(r"\b[Ii]ssues? [A-Z]\b|\([Ii]ssues? \d+\)|\b[Ii]ssues? #?\d+\b"),
+}
+
+
+def product_files() -> list[Path]:
+    files = [ROOT / "README.md"]
+    for folder, pattern in (("docs", "*.md"), ("params", "*.yaml"), ("bench", "*.md")):
+        files += sorted((ROOT / folder).rglob(pattern))
+    return files
+
+
+def offences(text: str) -> list[tuple[int, str, str]]:
+    found = []
+    for n, line in enumerate(text.splitlines(), 1):
+        for what, pattern in PATTERNS.items():
+            found += [(n, what, m.group(0)) for m in pattern.finditer(line)]
+    return found
+
+
+@pytest.mark.parametrize("text, what", [
+    ("results were written to /tmp/s/results", "machine path"),
+    ("export FAIRMISS_DATA_MIRROR=/work/shared/data/raw", "machine path"),
+    ("in session 17 the run took", "work diary"),
+    ("on a day this machine ran 2x slower", "work diary"),
+    ("the default since issue N", "internal issue label"),
+    ("two stated limits (issue 18)", "internal issue label"),
+    ("see issue #12", "internal issue label"),
+])
+def test_the_scanner_finds(text, what):
+    assert [w for _, w, _ in offences(text)] == [what]
+
+
+@pytest.mark.parametrize("text", [
+    "https://github.com/propublica/compas-analysis/raw/home/file.csv",
+    "results/<experiment>/metrics.json and ~/.cache/fairmiss",
+    "a session of Prefect's server; an issue with the store",
+])
+def test_the_scanner_passes(text):
+    assert offences(text) == []
+
+
+def test_product_files_speak_of_the_product():
+    files = product_files()
+    assert len(files) > 40 and ROOT / "README.md" in files and ROOT / "docs" / "index.md" in files
+    bad = [f"{p.relative_to(ROOT)}:{n}: {what}: {hit!r}"
+           for p in files for n, what, hit in offences(p.read_text(encoding="utf-8"))]
+    assert not bad, "\n".join(bad)
