@@ -39,13 +39,36 @@ class RunResult:
     up_to_date: bool = False
 
 
+def _plain(value: Any, key: str) -> Any:
+    """``value`` as plain YAML data: numpy scalars and arrays (what a notebook computes a rate or a C with) become
+    Python numbers and lists, tuples lists, paths strings; anything else YAML cannot hold is a ConfigError naming
+    the key."""
+    import numpy as np
+
+    from fairmiss.config import ConfigError
+
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{key}.{i}") for i, v in enumerate(value)]
+    if isinstance(value, (np.generic, np.ndarray)):
+        return _plain(value.tolist(), key)
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ConfigError(f"<config dict>: {key}: a {type(value).__name__} cannot be written as a config value "
+                      "(use numbers, strings, lists and dicts)")
+
+
 def _write_yaml(config: Mapping[str, Any], directory: Path) -> Path:
     import yaml
 
+    data = _plain(config, "")
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".yaml.tmp", dir=directory)
     with os.fdopen(fd, "w") as f:
-        yaml.safe_dump(dict(config), f, sort_keys=False)
+        yaml.safe_dump(data, f, sort_keys=False)
     path = directory / "config.yaml"
     os.replace(tmp, path)
     return path

@@ -146,8 +146,12 @@ def _starter_config(args) -> str:
         drop += [c for c in header if c.lower() in PII_COLUMNS and c not in drop and c not in (args.label, args.group)]
         if not args.categorical:  # text columns (not the label / group / dropped ones) become categorical
             rest = [c for c in header if c not in drop and c not in (args.label, args.group)]
-            sample = (pd.read_parquet(f, columns=rest) if kind == "parquet"
-                      else pd.read_csv(f, usecols=rest, dtype=str, keep_default_na=False, nrows=5000))
+            try:  # the strict reader (validate / run) checks the whole file; this only samples its columns
+                sample = (pd.read_parquet(f, columns=rest) if kind == "parquet"
+                          else pd.read_csv(f, usecols=rest, dtype=str, keep_default_na=False, nrows=5000))
+            except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+                raise ConfigError(f"{f}: cannot be read as {'Parquet' if kind == 'parquet' else 'CSV'}: "
+                                  f"{' '.join(str(exc).split())[:300]}") from None
             for c in rest:
                 vals = sample[c].dropna().astype(str).str.strip()
                 vals = vals[vals != ""]
@@ -560,8 +564,13 @@ def main(argv: list[str] | None = None) -> int:
     # kept off the console otherwise (flows.errors._QuietFlowErrors)
     logging.captureWarnings(True)
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    from fairmiss._registry import PluginError
+
     try:
         return args.fn(args)
+    except PluginError as exc:  # an installed plugin that cannot be imported: the user's environment, not a bug
+        print(f"fairmiss: error: {' '.join(str(exc).split())} (fix or uninstall that distribution)", file=sys.stderr)
+        return 2
     finally:  # main() called in-process (tests, notebooks): -v ends with the call
         if args.verbose and before is None:
             os.environ.pop("FAIRMISS_VERBOSE", None)

@@ -27,3 +27,16 @@ def test_usage_error_is_one_line(argv, needle, capsys, tmp_path, monkeypatch):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fairmiss: error: ") and needle in lines[0], err
     assert not (tmp_path / "server.lock").exists() and not (tmp_path / "server.json").exists()
+
+
+@pytest.mark.parametrize("name,content,needle", [
+    ("quote.csv", b'a,b,sex,default\n1,"x,1,yes\n2,y,0,no\n', "cannot be read as CSV: Error tokenizing data"),
+    ("latin1.csv", "a,sex,default\n\u00e9t\u00e9,1,yes\n".encode("latin-1"), "byte 0xe9 is not valid UTF-8"),
+])
+def test_ingest_of_an_unreadable_file_is_one_line(tmp_path, capsys, name, content, needle):
+    f = tmp_path / name
+    f.write_bytes(content)
+    code = main(["ingest", str(f), "--label", "default", "--group", "sex", "--out", str(tmp_path / "c.yaml")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"fairmiss: error: {f}") and needle in err[0], err
+    assert not (tmp_path / "c.yaml").exists()

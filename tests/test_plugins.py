@@ -141,6 +141,26 @@ def test_broken_plugin_is_a_clear_error(tmp_path):
         assert part in last, (part, last)
 
 
+@pytest.mark.parametrize("module_text,why", [
+    ("import no_such_module_xyz\n", "ModuleNotFoundError"),
+    # a plugin that registers a kind under a built-in kind's name
+    ("from typing import Literal\nfrom fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase\n"
+     "class Spec(_LearnerBase):\n    kind: Literal['decision_tree'] = 'decision_tree'\n"
+     "LEARNER_KINDS.register('decision_tree', Spec, lambda spec, seed, threads: None)\n", "decision_tree"),
+])
+def test_broken_plugin_is_one_line_from_the_command_line(tmp_path, module_text, why):
+    site = tmp_path / "site"
+    _install(site, "broken_plugin", "0.3", "[fairmiss.learners]\nbroken = broken_plugin_mod\n",
+             modules={"broken_plugin_mod.py": module_text})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), str(ROOT / "src")])}
+    r = subprocess.run([sys.executable, "-m", "flows.cli", "validate", str(ROOT / "params" / "compas_default.yaml")],
+                       env=env, cwd=site, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fairmiss: error: fairmiss plugin 'broken'"), r.stderr[-2000:]
+    assert "'broken_plugin'" in lines[0] and why in lines[0], lines[0]
+
+
 def test_receipt_key_sees_installed_plugins_without_deprecation_warnings(site):
     """The up-to-date receipt's key lists every installed ``fairmiss.*`` entry point (flows.fastcheck._plugins),
     read per distribution: the example plugin's entry points with its distribution's name and version, each
