@@ -383,7 +383,8 @@ def _cmd_ui(args) -> int:
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
+                with contextlib.suppress(subprocess.TimeoutExpired):  # killed: the OS reaps it; no traceback
+                    proc.wait(5)
 
     def on_signal(signum, _frame):
         stop()
@@ -409,7 +410,8 @@ def _cmd_ui(args) -> int:
                       file=sys.stderr)
                 return 2
             time.sleep(0.5)
-        print(f"MLflow UI at {url}  (Ctrl-C to stop)", flush=True)
+        print(f"MLflow UI at {url}  (Ctrl-C to stop); the experiments and their runs: {url}/#/experiments",
+              flush=True)
         return proc.wait()
     finally:
         stop()
