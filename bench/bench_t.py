@@ -93,13 +93,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     load0 = os.getloadavg()
-    subprocess.run([PY, "-m", "flows.cli", "server", "start"], cwd=ROOT, check=True, capture_output=True)
+    started = "started" in subprocess.run([PY, "-m", "flows.cli", "server", "start"], cwd=ROOT, check=True,
+                                          capture_output=True, text=True).stdout
     runs: dict[str, list[float]] = {n: [] for n in names}
     for rep in range(args.repeats):
         for n in names:  # interleaved: a slow spell of the machine hits every arm
             with tempfile.TemporaryDirectory(prefix="bench_t_") as tmp:
                 runs[n].append(round(ARMS[n](Path(tmp)), 3))
             print(f"[{rep + 1}/{args.repeats}] {n}: {runs[n][-1]:.2f} s", file=sys.stderr, flush=True)
+    if started:  # leave the machine as it was
+        subprocess.run([PY, "-m", "flows.cli", "server", "stop"], cwd=ROOT, capture_output=True)
     med = {n: statistics.median(v) for n, v in runs.items()}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lines = product_lines()
