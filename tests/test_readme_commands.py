@@ -25,7 +25,7 @@ def test_readme_opens_with_the_two_commands():
     assert first[0].startswith("./scripts/bootstrap && ") and ".venv/bin/fairmiss run" in first[0]
     assert first[1] == './scripts/bootstrap && .venv/bin/python -m pytest -m "not slow" -p no:cacheprovider'
     ci = (ROOT / ".ci" / "run").read_text()
-    assert '.venv/bin/python -m pytest -m "not slow" -p no:cacheprovider\n' in ci  # CI runs the README's command
+    assert '.venv/bin/python -m pytest -m "not slow" -p no:cacheprovider ' in ci  # CI runs the README's command
 
 
 def test_own_data_block_runs_as_written(tmp_path):
