@@ -546,12 +546,12 @@ def _mkdir(path: Path) -> Path:
 def _new_stage(out_dir: Path) -> Path:
     """A fresh staging directory beside ``out_dir`` (same file system, so publishing is a rename), named with
     this process's id; those left by a process that no longer runs (SIGKILL while staging) are removed."""
-    from fairmiss.tracking import _pid_alive
+    from fairmiss.io import pid_alive
 
     parent = _mkdir(out_dir.parent)
     for old in parent.glob(f".{out_dir.name}.staging-*"):
         pid = old.name.rsplit(".staging-", 1)[1].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(old, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.staging-{os.getpid()}-", dir=parent))
 

@@ -91,12 +91,10 @@ def _pid_alive(pid: int) -> bool:
 def pid_runs(pid: int, *markers: bytes) -> bool:
     """Whether process ``pid`` exists and its command line (when it can be read) holds every marker: a recycled
     pid is not ours."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    from fairmiss.io import pid_alive
+
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        return True
     try:
         text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
     except OSError:

@@ -299,7 +299,7 @@ def _pad_store(db: Path, above: int) -> sqlite3.Connection:
     """Give the store history (metrics of an old experiment) until the file SQLite appends to is larger
     than ``above`` bytes: every new write then lies beyond the file-size limit.
 
-    The store is in write-ahead-log mode (:func:`fairmiss.tracking._enable_wal`), where commits append to
+    The store is in write-ahead-log mode (:func:`fairmiss.tracking.store._enable_wal`), where commits append to
     ``mlflow.db-wal`` and the database file only grows at checkpoints. So a reader holds a snapshot open
     (returned; the caller keeps it open while the flow runs): SQLite cannot restart the log while it is in
     use, the history's pages pile up in the WAL file, and the flow's commits must append beyond the limit —

@@ -1,4 +1,4 @@
-"""A new SQLite tracking store starts as a copy of an empty migrated one (fairmiss.tracking._new_store_from_template):
+"""A new SQLite tracking store starts as a copy of an empty migrated one (fairmiss.tracking.store._new_store_from_template):
 the copy must be the store MLflow itself would have created — same schema, same alembic revision, the same
 Default experiment with the store's own artifact location — and a store that exists is never touched."""
 

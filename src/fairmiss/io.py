@@ -198,3 +198,20 @@ def stable_hash(obj, length: int = 16) -> str:
     """Hash of a JSON-serialisable object, independent of dict ordering."""
     blob = json.dumps(obj, sort_keys=True, default=_json_default, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:length]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (a killed child its parent has not reaped yet)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed child not yet reaped by its parent) is dead for our purpose
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+

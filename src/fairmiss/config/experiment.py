@@ -59,6 +59,20 @@ class DatasetSpec(_Strict):
                 raise ValueError(f"'{k}' is required with 'file' (the column holding the {k})")
         if data.get("options"):
             raise ValueError("'options' are for registered datasets, not with 'file'")
+        names = data.get("group_names")
+        if names is not None:
+            if not isinstance(names, dict):
+                raise ValueError(f"group_names must map a value of the group column to its name (e.g. {{female: "
+                                 f"women, male: men}}), got a {type(names).__name__}")
+            seen: dict = {}
+            for k, v in names.items():
+                if str(v) in seen:
+                    raise ValueError(f"group_names: groups {seen[str(v)]!r} and {k!r} are both named {str(v)!r}; "
+                                     "each group needs its own name")
+                seen[str(v)] = k
+        if data.get("features") is not None and len(data["features"]) == 0:
+            raise ValueError("features is empty: list the feature columns, or leave 'features' out to use every "
+                             "column that is not the label, the group or dropped")
         from fairmiss.datasets.own import OWN_FIELDS, derive_name
 
         name = derive_name({k: data.get(k) for k in OWN_FIELDS})
@@ -92,8 +106,24 @@ METRICS = Literal[(
 )]
 
 
+#: tracking URI schemes MLflow 3 can use as a tracking store (the plain file store is refused by MLflow 3)
+TRACKING_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks")
+
+
 class TrackingSpec(_Strict):
     uri: str | None = None  # None: MLFLOW_TRACKING_URI, else sqlite:///mlruns/mlflow.db
+
+    @field_validator("uri")
+    @classmethod
+    def _known_scheme(cls, v):
+        if v is None:
+            return v
+        scheme = v.split("://", 1)[0].split("+", 1)[0].lower() if "://" in v else ""
+        if scheme not in TRACKING_SCHEMES:
+            raise ValueError(f"'{v[:200]}' is not a tracking store MLflow can use: give sqlite:///PATH (a local "
+                             f"store), http(s)://HOST:PORT (an MLflow server) or another of the schemes "
+                             f"{', '.join(TRACKING_SCHEMES)}")
+        return v
     experiment_name: SafeName | None = None  # None: the config's experiment name
     log_models: bool = True
 

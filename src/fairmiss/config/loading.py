@@ -181,6 +181,14 @@ def check_columns(cfg: ExperimentConfig, source: str | Path = "<dict>") -> None:
         need_features(key, cols)
         if m.kind == "mar":
             need_features(key + ".drivers", m.drivers, "driver column")
+        group_codes = {int(k) for k in (v.group_encoding or {})}
+        by_group = {f"rates.{c}": r for c, r in m.rates.items()} if m.kind == "mcar_group" else \
+            {"rates_by_group_label": m.rates_by_group_label} if getattr(m, "rates_by_group_label", None) else {}
+        for sub, rates in by_group.items():
+            ghost = sorted(set(rates) - group_codes) if group_codes else []
+            if ghost:
+                names = ", ".join(f"{k} = {n}" for k, n in sorted((v.group_encoding or {}).items()))
+                fail(f"{key}.{sub}", f"group {ghost[0]} is not a group of dataset {v.name} (groups: {names})")
         if m.kind == "ampute":
             for j, pat in enumerate(m.patterns):
                 need_features(f"{key}.patterns.{j}.weights", list(pat.weights or {}))

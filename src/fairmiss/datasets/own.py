@@ -23,6 +23,7 @@ This module never imports :mod:`fairmiss.config` (the spec is read by attribute)
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +51,18 @@ def _fields(spec) -> dict:
     return {k: getattr(spec, k, None) for k in OWN_FIELDS}
 
 
+#: most distinct values a ``dataset.categorical`` column may have (each becomes a one-hot column); more is
+#: almost always an identifier or free text. ``FAIRMISS_MAX_LEVELS`` raises it.
+MAX_LEVELS = 100
+
+
 def _file_sha(path: Path) -> str | None:
+    """SHA-256 of a regular file; ``None`` for anything else (a device such as ``/dev/zero`` is never read)."""
+    import stat
+
     try:
+        if not stat.S_ISREG(Path(path).stat().st_mode):
+            return None
         h = hashlib.sha256()
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
@@ -97,6 +108,9 @@ def _header(path: Path) -> tuple[str, list[str]]:
                            f"directory {Path.cwd()})")
     if path.is_dir():
         raise DatasetError(f"{path}: is a directory, not a data file (dataset.file)")
+    if not path.is_file():
+        raise DatasetError(f"{path}: is not a regular file (a device, FIFO or socket); dataset.file must be a "
+                           ".csv or .parquet file")
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -152,7 +166,7 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
             raise DatasetError(f"{path}: dataset.categorical: column '{not_feat[0]}' is not in dataset.features")
     else:
         features = [c for c in header if c not in drop and c not in (label, group)]
-    pii = sorted(PII_COLUMNS & set(features))
+    pii = sorted(c for c in features if c.strip().lower() in PII_COLUMNS)  # 'ID', 'Name' as 'id', 'name'
     if pii:
         raise DatasetError(f"{path}: column(s) {pii} identify people (PII) and may not be features; list them under "
                            "dataset.drop (they are then never read)")
@@ -259,10 +273,19 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
                                    "at least 2 rows to be split into train and test")
 
     out, ftypes, levels = {}, {}, {}
+    max_levels = _max_levels()
     for c in features:
         if c in categorical:
             s = df[c]
             lv = sorted(pd.unique(s.dropna()).tolist(), key=_sort_key)
+            if not lv:
+                raise DatasetError(f"{path}: column '{c}' (dataset.categorical) is empty in all {n} rows; list it "
+                                   "under dataset.drop")
+            if len(lv) > max_levels:
+                raise DatasetError(f"{path}: column '{c}' (dataset.categorical) has {len(lv)} distinct values in "
+                                   f"{n} rows, more than {max_levels}: one-hot encoding would add a column per "
+                                   "value. An identifier or free text? list it under dataset.drop (or raise the "
+                                   "limit with FAIRMISS_MAX_LEVELS)")
             levels[c] = lv
             na = s.isna().to_numpy()
             for v in lv:
@@ -288,6 +311,15 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
             "_ftypes": ftypes, "_group_encoding": {k: names.get(v, v) for k, v in enumerate(gv)},
             "_label_encoding": {0: neg_t, 1: pos_t}}
     return table, info
+
+
+def _max_levels() -> int:
+    raw = os.environ.get("FAIRMISS_MAX_LEVELS", "")
+    if not raw:
+        return MAX_LEVELS
+    if not raw.isdigit() or int(raw) < 1:
+        raise DatasetError(f"FAIRMISS_MAX_LEVELS={raw[:40]!r}: must be a positive whole number")
+    return int(raw)
 
 
 def _as_text(s: pd.Series) -> pd.Series:
@@ -334,6 +366,12 @@ def own_variant(spec, *, raw_dir=None, allow_download: bool = True) -> OwnVarian
     fields = _fields(spec)
     name = getattr(spec, "name", None) or derive_name(fields)
     path = _local_path(fields, raw_dir, allow_download)
+    if fields.get("sha256") and not _is_url(str(fields["file"])):  # a URL is verified when it is fetched
+        _header(path)  # a missing or non-regular file: its own message first
+        actual = _file_sha(path)
+        if actual != fields["sha256"]:
+            raise DatasetError(f"{path}: SHA-256 is {actual}, but dataset.sha256 says {fields['sha256']}: the file "
+                               "is not the one the config pins (update dataset.sha256 if the change is intended)")
     table, info = read_own(path, fields)
     cache = {"key": _stat(path), "table": table, "info": info}
 

@@ -1,0 +1,160 @@
+"""Reading a store back (:func:`read_cell_runs`) and models already logged in MLflow, audited as a learner
+(``kind: mlflow_model``): :func:`check_model_uri`, :func:`load_logged_model`."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+import mlflow
+from mlflow.tracking import MlflowClient
+
+from fairmiss._errors import ConfigError
+from fairmiss._model_loader import set_model_loader
+from fairmiss.tracking.store import DEFAULT_URI, _store_error, store_location
+
+def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str | None = None,
+                   metrics: tuple[str, ...] = ()) -> tuple[list[dict], dict]:
+    """The finished cells of an experiment in any store (``sqlite:///…``, a server ``http://…``), read-only
+    (nothing is created): ``(rows, info)``. A row per cell: ``method``, ``missingness``, ``split``, ``key``,
+    ``run_id`` and the requested ``metrics``. Which cells: those of the parent run ``parent_run_id`` (default:
+    the newest FINISHED experiment run), i.e. every FINISHED child run with status ok and that parent's
+    config hash — cells reused by a resumed run were logged under an earlier parent — newest per cell key.
+    ``info``: the parent's run id, name, config hash and params."""
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    try:
+        client = MlflowClient(uri)
+        exp = client.get_experiment_by_name(experiment_name)
+        if exp is None:
+            names = sorted(e.name for e in client.search_experiments(max_results=200))
+            raise ConfigError(f"MLflow store {store_location(uri)}: no experiment '{experiment_name}'; experiments: "
+                              f"{', '.join(names) or 'none'}")
+        if parent_run_id:
+            parent = client.get_run(parent_run_id)
+        else:
+            runs = client.search_runs([exp.experiment_id], "tags.kind = 'experiment' and attributes.status = 'FINISHED'",
+                                      order_by=["attributes.start_time DESC"], max_results=1)
+            if not runs:
+                raise ConfigError(f"MLflow store {store_location(uri)}: experiment '{experiment_name}' has no finished "
+                                  "experiment run")
+            parent = runs[0]
+        chash = parent.data.tags.get("config.hash")
+        flt = "attributes.status = 'FINISHED' and tags.`cell.status` = 'ok'"
+        flt += f" and tags.`config.hash` = '{chash}'" if chash else \
+            f" and tags.mlflow.parentRunId = '{parent.info.run_id}'"
+        kids = client.search_runs([exp.experiment_id], flt, order_by=["attributes.start_time ASC"], max_results=50000)
+    except Exception as exc:
+        err = _store_error(uri, exc)
+        if err is None or err is exc:
+            raise
+        raise err from exc
+    by_key = {}
+    for r in kids:
+        t = r.data.tags
+        if "cell.key" not in t:
+            continue
+        by_key[t["cell.key"]] = {
+            "key": t["cell.key"], "run_id": r.info.run_id, "method": t.get("method") or t.get("cell.method"),
+            "missingness": t.get("missingness") or r.data.params.get("missingness"),
+            "split": int(t.get("split") or r.data.params.get("split.index") or 0),
+            **{m: r.data.metrics.get(m, float("nan")) for m in metrics}}
+    info = {"run_id": parent.info.run_id, "run_name": parent.info.run_name, "config_hash": chash,
+            "params": dict(parent.data.params), "uri": uri}
+    return sorted(by_key.values(), key=lambda r: (r["split"], r["key"])), info  # summarise's order
+
+
+def tempdir():
+    return tempfile.TemporaryDirectory(prefix="fairmiss-")
+
+
+# -- models already logged in MLflow, audited as a learner (kind: mlflow_model) -------------------------------
+
+class ModelURIError(ConfigError):
+    """An ``mlflow_model`` learner's model URI does not resolve in its tracking store (a user error: exit 2)."""
+
+
+def _model_store(tracking_uri: str | None) -> str:
+    """The store an MLflow model URI is resolved in; a sqlite store that does not exist is an error (never created)."""
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        if not db.is_file():
+            raise ModelURIError(f"model store {uri}: {db} does not exist (set the learner's tracking_uri, or "
+                                "MLFLOW_TRACKING_URI, to the store that holds the model)")
+    return uri
+
+
+@contextlib.contextmanager
+def _model_registry(uri: str):
+    """MLflow's model loading resolves ``runs:/`` and ``models:/`` through the global tracking/registry URIs:
+    point them at ``uri`` for the call and restore them."""
+    from mlflow.tracking._model_registry import utils as registry_utils
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    with _GLOBAL_URI_LOCK:
+        # what was *set* (None when unset), not mlflow.get_tracking_uri(): that returns MLflow's default
+        # (sqlite:///mlflow.db in the current directory), and setting it back would export it through
+        # MLFLOW_TRACKING_URI to this process's later lookups and its subprocesses
+        env = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")}
+        old_t = getattr(tracking_utils, "_tracking_uri", None)
+        old_r = getattr(registry_utils, "_registry_uri", None)
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_registry_uri(uri)
+        try:
+            yield
+        finally:
+            mlflow.set_tracking_uri(old_t)
+            registry_utils._registry_uri = old_r
+            for k, v in env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def check_model_uri(model_uri: str, tracking_uri: str | None = None) -> dict:
+    """Resolve a pinned model URI without loading the model: its flavours, or :class:`ModelURIError` naming the
+    URI, the store and MLflow's reason. Reads the store only."""
+    from fairmiss.learners.mlflow_model import check_model_uri_syntax
+
+    try:
+        check_model_uri_syntax(model_uri)
+    except ValueError as exc:
+        raise ModelURIError(str(exc)) from None
+    store = _model_store(tracking_uri)
+    with _model_registry(store):
+        try:
+            info = mlflow.models.get_model_info(model_uri)
+        except Exception as exc:  # noqa: BLE001 - MlflowException, OSError: all mean "does not resolve"
+            reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            raise ModelURIError(f"model_uri {model_uri!r} does not resolve in {store}: {reason}") from None
+    return {"flavors": sorted(info.flavors), "run_id": info.run_id}
+
+
+@functools.lru_cache(maxsize=8)
+def load_logged_model(model_uri: str, tracking_uri: str | None = None):
+    """The fitted model at a pinned MLflow URI (``runs:/`` or ``models:/NAME/VERSION`` only, never a file path):
+    MLflow's scikit-learn flavour where the model has it, else its pyfunc flavour. Cached per process (the
+    cells of a sweep share one read-only model)."""
+    flavors = check_model_uri(model_uri, tracking_uri)["flavors"]
+    store = _model_store(tracking_uri)
+    with _model_registry(store):
+        try:
+            if "sklearn" in flavors:
+                return mlflow.sklearn.load_model(model_uri)
+            return mlflow.pyfunc.load_model(model_uri)
+        except Exception as exc:  # noqa: BLE001 - e.g. a registered version whose source holds no model files
+            reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            raise ModelURIError(f"model_uri {model_uri!r} resolves in {store} but does not load: {reason}") from None
+
+
+_GLOBAL_URI_LOCK = threading.Lock()
+
+
+# the mlflow_model learner loads deployed models through this module, by way of a leaf hook (no import of the
+# learner stack here: the writer process opens its store without scikit-learn, issue P)
+set_model_loader(load_logged_model)

@@ -1,0 +1,390 @@
+"""The :class:`Tracker`: one experiment in one store, runs created, filled and ended by explicit run id."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import mlflow
+import numpy as np
+from mlflow.tracking import MlflowClient
+
+import fairmiss
+from fairmiss.codeversion import code_version
+from fairmiss.cpu import cpu_fingerprint
+from fairmiss.io import pid_alive
+from fairmiss.tracking.store import (DEFAULT_URI, TrackingStoreError, _enable_wal, _guard_store, _lost_insert_race, _metric_name,
+                                     _new_store_from_template, _requirements, _store_error, _store_lock,
+                                     git_commit, resolve_uri)
+
+logger = logging.getLogger("fairmiss.tracking")
+# MLflow warns on every cloudpickle model and on a venv without pip; both are expected here.
+for _name in ("mlflow.sklearn", "mlflow.utils.environment"):
+    logging.getLogger(_name).setLevel(logging.ERROR)
+
+def labelled_confusion(confusion: dict, group_names: dict | None = None) -> dict:
+    """Per-group confusion matrices (``{code: [[TN, FP], [FN, TP]]}``, rows true 0/1, columns predicted 0/1)
+    labelled for a reader: one entry per group with its code, its name (from the dataset registry or the own
+    data's ``group_names``; the code where none is known) and TN / FP / FN / TP / n."""
+    names = {str(k): str(v) for k, v in (group_names or {}).items()}
+    groups = []
+    for code in sorted(confusion, key=lambda c: (len(str(c)), str(c))):  # codes 0, 1, … 10 in numeric order
+        (tn, fp), (fn, tp) = confusion[code]
+        groups.append({"group": str(code), "name": names.get(str(code), str(code)), "TN": int(tn), "FP": int(fp),
+                       "FN": int(fn), "TP": int(tp), "n": int(tn + fp + fn + tp)})
+    return {"positive": "label 1 (the dataset's positive class)", "groups": groups}
+
+
+def _csv_field(v: str) -> str:
+    return '"' + v.replace('"', '""') + '"' if any(c in v for c in ',"\n') else v
+
+
+def _clean(v):
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
+
+
+class Tracker:
+    """Thin wrapper over :class:`MlflowClient` with explicit run ids (no thread-local state)."""
+
+    def __init__(self, uri: str | None = None, experiment_name: str = "fairmiss"):
+        configured = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+        self.uri = configured
+        try:
+            self.uri = resolve_uri(configured)
+            mlflow.set_tracking_uri(self.uri)
+            # Creating a SQLite store (schema migration) and an experiment are not safe when two
+            # processes do it at once; an OS file lock beside the database serialises that step.
+            with _store_lock(self.uri):
+                _new_store_from_template(self.uri)
+                self.client = MlflowClient(self.uri)
+                self.client.search_experiments(max_results=1)  # forces schema creation under the lock
+                _enable_wal(self.uri)
+                self.experiment_id = self._get_or_create(experiment_name)
+        except Exception as exc:
+            err = _store_error(configured, exc)
+            if err is None or err is exc:
+                raise
+            raise err from exc
+        self.experiment_name = experiment_name
+
+    def _get_or_create(self, experiment_name: str) -> str:
+        exp = self.client.get_experiment_by_name(experiment_name)
+        if exp is None:
+            loc = None
+            if self.uri.startswith("sqlite:///"):
+                # artifacts beside the database: sqlite:///mlruns/mlflow.db -> mlruns/artifacts/<experiment>
+                from fairmiss.io import safe_child
+
+                db = Path(self.uri[len("sqlite:///"):])
+                # the name becomes a directory: one safe component that stays under mlruns/artifacts
+                loc = safe_child(db.resolve().parent / "artifacts", experiment_name,
+                                 what="tracking.experiment_name").resolve().as_uri()
+            return self.client.create_experiment(experiment_name, artifact_location=loc)
+        return exp.experiment_id
+
+    def describe(self) -> dict:
+        """``uri``, ``experiment_name`` and ``experiment_id`` (what :class:`RemoteTracker` mirrors)."""
+        return {"uri": self.uri, "experiment_name": self.experiment_name, "experiment_id": self.experiment_id}
+
+    # ------------------------------------------------------------------ runs
+    @_guard_store
+    def start_run(self, run_name: str, *, parent_id: str | None = None, tags: dict | None = None) -> str:
+        t = {k: str(v) for k, v in (tags or {}).items()}
+        t.setdefault("fairmiss.version", fairmiss.__version__)
+        t.setdefault("git.commit", git_commit())  # informational only; keys use code.version
+        t.setdefault("code.version", code_version())
+        t.setdefault("cpu.fingerprint", cpu_fingerprint())  # what CPU-sensitive cells depend on
+        t.setdefault("run.host", socket.gethostname())
+        t.setdefault("run.pid", str(os.getpid()))
+        if parent_id:
+            t["mlflow.parentRunId"] = parent_id
+        run = self.client.create_run(self.experiment_id, run_name=run_name, tags=t)
+        return run.info.run_id
+
+    @_guard_store
+    def end_run(self, run_id: str, *, error: str | None = None) -> None:
+        if error:
+            with contextlib.suppress(Exception):
+                self.client.set_tag(run_id, "error", error[:4900])
+                self.log_text(run_id, error, "error.txt")
+            self.client.set_terminated(run_id, status="FAILED")
+        else:
+            self.client.set_terminated(run_id, status="FINISHED")
+
+    @contextlib.contextmanager
+    def run(self, run_name: str, **kw):
+        run_id = self.start_run(run_name, **kw)
+        try:
+            yield run_id
+        except BaseException as exc:
+            try:
+                self._end_run_on_error(run_id, exc)
+            except TrackingStoreError as end_exc:
+                # The store went away: the run stays RUNNING there until the next invocation's
+                # reap_dead_runs marks it FAILED. The first error is the one reported.
+                if not isinstance(exc, TrackingStoreError):
+                    logger.warning("run %s could not be marked FAILED: %s", run_id, end_exc)
+                raise exc from exc.__cause__
+            raise
+        else:
+            self.end_run(run_id)
+
+    def _end_run_on_error(self, run_id: str, exc: BaseException) -> None:
+        """How :meth:`run` ends a run whose block raised ``exc`` (a hook: :class:`RemoteTracker` bounds the wait)."""
+        self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
+
+    @_guard_store
+    def set_experiment_tags(self, tags: dict) -> None:
+        """Tags of the experiment itself (e.g. the MLflow UI's shared runs-page view, see
+        :mod:`fairmiss.reporting.mlflow_view`); written only when the value changed."""
+        current = self.client.get_experiment(self.experiment_id).tags
+        for k, v in tags.items():
+            if current.get(k) != str(v):
+                _lost_insert_race(lambda: self.client.set_experiment_tag(self.experiment_id, k, str(v)),
+                                  "experiment_tags", f"experiment tag {k}")
+
+    # ------------------------------------------------------------------ logging
+    @_guard_store
+    def log_params(self, run_id: str, params: dict) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(_metric_name(k), str(v)[:6000]) for k, v in sorted(params.items())]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i : i + 100])
+
+    @_guard_store
+    def log_metrics(self, run_id: str, metrics: dict, step: int = 0) -> None:
+        from mlflow.entities import Metric
+
+        ts = 0  # fixed timestamp: the store's content does not depend on wall time
+        items = [Metric(_metric_name(k), float(v) + 0.0, ts, step) for k, v in sorted(metrics.items())
+                 if v is not None and np.isfinite(float(v))]
+        for i in range(0, len(items), 500):
+            self.client.log_batch(run_id, metrics=items[i : i + 500])
+
+    @_guard_store
+    def _log_batch(self, run_id: str, *, params: dict, metrics: dict, tags: dict) -> None:
+        """Params, metrics and tags of one run in as few store transactions as MLflow's limits allow
+        (one for a typical cell: ≤ 100 params, ≤ 100 tags, ≤ 1000 entities)."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        ps = [Param(_metric_name(k), str(v)[:6000]) for k, v in sorted(params.items())]
+        ms = [Metric(_metric_name(k), float(v) + 0.0, 0, 0) for k, v in sorted(metrics.items())
+              if v is not None and np.isfinite(float(v))]
+        ts = [RunTag(k, str(v)) for k, v in tags.items()]
+        if len(ps) <= 100 and len(ts) <= 100 and len(ps) + len(ts) + len(ms) <= 1000:
+            self.client.log_batch(run_id, metrics=ms, params=ps, tags=ts)
+            return
+        self.log_params(run_id, params)
+        self.log_metrics(run_id, metrics)
+        self.set_tags(run_id, tags)
+
+    @_guard_store
+    def set_tags(self, run_id: str, tags: dict) -> None:
+        from mlflow.entities import RunTag
+
+        self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    @_guard_store
+    def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
+        self.client.log_text(run_id, text, artifact_file)
+
+    @_guard_store
+    def log_files(self, run_id: str, files: dict[str, str]) -> None:
+        """Several small text artifacts (``{relative path: text}``) in one artifact-store upload: one call
+        instead of one per file, a measurable share of a fast cell's logging."""
+        if not files:
+            return
+        with tempfile.TemporaryDirectory(prefix="fairmiss-art-") as tmp:
+            for rel, text in files.items():
+                path = Path(tmp) / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+            self.client.log_artifacts(run_id, tmp)
+
+    @_guard_store
+    def log_dict(self, run_id: str, obj, artifact_file: str) -> None:
+        self.client.log_text(run_id, json.dumps(obj, indent=2, sort_keys=True, default=_clean), artifact_file)
+
+    @_guard_store
+    def log_table(self, run_id: str, df, artifact_file: str) -> None:
+        """A table the MLflow UI shows as one (``log_table``; the artifact's name ends in ``.json``)."""
+        self.client.log_table(run_id, data=df, artifact_file=artifact_file)
+
+    @_guard_store
+    def log_dataset(self, run_id: str, df, *, name: str, digest: str, source: str, targets: str | None = None,
+                    context: str = "training") -> None:
+        """Record the run's dataset as an MLflow input (the UI's Dataset column): ``name`` (the dataset),
+        ``digest`` (the processed-data hash), ``source`` (the raw files / DVC path the table was built from),
+        the table's schema and size; ``context`` is the input's ``mlflow.data.context`` tag. The entity is built
+        once per (name, digest, source) and reused for every cell."""
+        import warnings
+
+        import mlflow.data
+        from mlflow.entities import DatasetInput, InputTag
+
+        cache = self.__dict__.setdefault("_datasets", {})
+        key = (name, digest, source, targets)
+        if key not in cache:
+            with warnings.catch_warnings():  # integer-column schema hint, source-resolution notes
+                warnings.simplefilter("ignore")
+                cache[key] = mlflow.data.from_pandas(df, source=source, name=name, digest=digest,
+                                                     targets=targets)._to_mlflow_entity()
+        inputs = [DatasetInput(cache[key], tags=[InputTag("mlflow.data.context", context)])]
+        _lost_insert_race(lambda: self.client.log_inputs(run_id, datasets=inputs), "datasets", f"dataset {name}")
+
+    @_guard_store
+    def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
+        p = Path(path)
+        if p.is_dir():
+            self.client.log_artifacts(run_id, str(p), artifact_path)
+        else:
+            self.client.log_artifact(run_id, str(p), artifact_path)
+
+    @_guard_store
+    def log_model(self, run_id: str, model, X_example, name: str = "model") -> None:
+        """Log a fitted scikit-learn compatible model with an input/output signature."""
+        from mlflow.models import infer_signature
+
+        X_example = np.asarray(X_example, dtype=float)[:20]
+        try:
+            pred = np.asarray(model.predict(X_example))
+        except TypeError:  # post-processors that need sensitive features at predict time
+            pred = None
+        signature = infer_signature(X_example, pred) if pred is not None else infer_signature(X_example)
+        with mlflow.start_run(run_id=run_id, nested=True):
+            # Explicit requirements: MLflow's inference loads the model in a subprocess (~12 s a model).
+            mlflow.sklearn.log_model(model, name=name, signature=signature,
+                                     input_example=X_example[:3] if pred is not None else None,
+                                     serialization_format="cloudpickle", pip_requirements=_requirements())
+
+    def log_cell(self, parent_id: str, result, *, tags: dict, log_model: bool, X_example=None,
+                 run_name: str | None = None, group_names: dict | None = None) -> str:
+        """One child run for one cell: params, metrics, tags, artifacts, model. The run is named
+        ``run_name`` (the flow passes ``method · split N``; default the cell key) and tagged with the
+        method label and its parts (``method``, ``imputer``, ``learner``, ``split``, ``missingness``)."""
+        run_id = self.start_run(run_name or result.key, parent_id=parent_id,
+                                tags={**tags, "cell.key": result.key, "cell.method": result.method,
+                                      "cell.status": result.status, "method": result.method,
+                                      "imputer": result.imputer, "learner": result.learner,
+                                      "split": result.split_index, "missingness": result.missingness})
+        try:
+            self._log_batch(run_id, params=result.params, metrics={**result.metrics, **result.timings},
+                            tags={f"seed.{k}": v for k, v in result.seeds.items()})
+            files = {}
+            if result.confusion:
+                labelled = labelled_confusion(result.confusion, group_names)
+                files["confusion_matrices.json"] = json.dumps(labelled, indent=2, default=_clean)
+                files["confusion_matrices.csv"] = "".join(
+                    ["group,name,TN,FP,FN,TP,n\n"]
+                    + [f"{e['group']},{_csv_field(e['name'])},{e['TN']},{e['FP']},{e['FN']},{e['TP']},{e['n']}\n"
+                       for e in labelled["groups"]])
+            if result.mask_summary is not None:
+                files["missingness_mask_summary.csv"] = result.mask_summary.to_csv(index=False)
+            for fname, table in sorted((getattr(result, "tables", None) or {}).items()):
+                # e.g. imputation_diagnostics.csv: per feature x group imputation error, Disc, Theorem 1
+                files[f"diagnostics/{fname}"] = table.to_csv(index=False, float_format="%.10g")
+            self.log_files(run_id, files)
+            if result.status == "ok" and log_model and result.model is not None and X_example is not None:
+                try:
+                    self.log_model(run_id, result.model, X_example)
+                    self.set_tags(run_id, {"model.logged": "true"})
+                except Exception as exc:  # the cell's metrics stand; say why the model is absent
+                    logger.warning("cell %s: model not logged: %s", result.key, exc)
+                    self.set_tags(run_id, {"model.logged": "false", "model.error": str(exc)[:500]})
+        except BaseException as exc:
+            self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
+            raise
+        self.end_run(run_id, error=result.error if result.status != "ok" else None)
+        return run_id
+
+    @_guard_store
+    def reap_dead_runs(self) -> list[str]:
+        """Mark FAILED the RUNNING runs of this experiment whose process (same host) no longer exists.
+
+        A SIGKILLed or OOM-killed run cannot end itself; the next invocation cleans up after it, so
+        the store never shows a dead run as RUNNING. Runs of other hosts are left alone.
+        """
+        reaped = []
+        host = socket.gethostname()
+        for run in self.client.search_runs([self.experiment_id], filter_string="attributes.status = 'RUNNING'",
+                                           max_results=5000):
+            tags = run.data.tags
+            if tags.get("run.host") != host or not tags.get("run.pid", "").isdigit():
+                continue
+            pid = int(tags["run.pid"])
+            if pid == os.getpid() or pid_alive(pid):
+                continue
+            self.end_run(run.info.run_id, error=f"process {pid} on {host} died while the run was RUNNING "
+                                                "(killed); marked FAILED by a later invocation")
+            reaped.append(run.info.run_id)
+        if reaped:
+            logger.warning("marked %d run(s) of dead processes as FAILED", len(reaped))
+        return reaped
+
+    @_guard_store
+    def finished_cells(self, fingerprint: str) -> dict[str, object]:
+        """Child runs FINISHED with status ok under ``fingerprint``, by cell key (newest wins)."""
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string=f"tags.`run.fingerprint` = '{fingerprint}' and attributes.status = 'FINISHED' "
+                          "and tags.`cell.status` = 'ok'",
+            max_results=50000, order_by=["attributes.start_time ASC"],
+        )
+        return {r.data.tags["cell.key"]: r for r in runs if "cell.key" in r.data.tags}
+
+    @_guard_store
+    def finished_cells_by_cache_key(self, keys: set[str]) -> dict[str, object]:
+        """Child runs FINISHED with status ok whose ``cell.cache_key`` tag is in ``keys`` (newest wins):
+        the task cache of :func:`fairmiss.pipeline.cell_cache_key`."""
+        if not keys:
+            return {}
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string="attributes.status = 'FINISHED' and tags.`cell.status` = 'ok'",
+            max_results=50000, order_by=["attributes.start_time ASC"],
+        )
+        return {r.data.tags["cell.cache_key"]: r for r in runs if r.data.tags.get("cell.cache_key") in keys}
+
+    # ------------------------------------------------------------------ reading back
+    @_guard_store
+    def find_finished_parent(self, fingerprint: str) -> str | None:
+        run = self.find_finished_parent_run(fingerprint)
+        return run.info.run_id if run is not None else None
+
+    @_guard_store
+    def find_finished_parent_run(self, fingerprint: str):
+        """The newest FINISHED experiment (parent) run with this fingerprint, or ``None``."""
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            # cell (child) runs carry the fingerprint too: only experiment (parent) runs count
+            filter_string=f"tags.`run.fingerprint` = '{fingerprint}' and tags.kind = 'experiment' "
+                          "and attributes.status = 'FINISHED'",
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
+        return runs[0] if runs else None
+
+    @_guard_store
+    def latest_parent_run(self, config_hash: str | None = None):
+        """The newest FINISHED experiment (parent) run, of this config hash if given, or ``None``."""
+        flt = "tags.kind = 'experiment' and attributes.status = 'FINISHED'"
+        if config_hash:
+            flt += f" and tags.`config.hash` = '{config_hash}'"
+        runs = self.client.search_runs([self.experiment_id], filter_string=flt,
+                                       order_by=["attributes.start_time DESC"], max_results=1)
+        return runs[0] if runs else None
+
+    @_guard_store
+    def child_runs(self, parent_id: str):
+        return self.client.search_runs([self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'",
+                                       max_results=10000)
+
+
