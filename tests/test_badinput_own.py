@@ -114,3 +114,44 @@ CLI = [
 @pytest.mark.parametrize("case", CLI, ids=[c.id for c in CLI])
 def test_own_data_refused_by_the_command(case, tmp_path):
     check(case, tmp_path)
+
+
+def _bomb(levels: int = 9) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + f"\nexperiment: *a{levels - 1}\n"
+
+
+YAML_CASES = {
+    "alias-bomb": (_bomb(), "aliases expand to more than"),
+    "many-aliases": ("a: &a 1\nb: [" + ", ".join(["*a"] * 150) + "]\n", "more than 100 aliases"),
+    "deep-nesting": ("experiment: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 50 levels"),
+    "self-alias": ("experiment: &a [*a]\n", "contains it"),
+    "too-large": ("# " + "x" * (1 << 20) + "\nexperiment: x\n", "more than 1,048,576"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(YAML_CASES))
+def test_yaml_read_with_limits(case, tmp_path):
+    """Alias bombs, deep nesting and huge files are one line, at once: before, a bomb took 100 s to a
+    MemoryError and deep nesting a RecursionError traceback."""
+    import time
+
+    from fairmiss.config.loading import read_yaml
+
+    text, expect = YAML_CASES[case]
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as err:
+        read_yaml(path)
+    assert time.monotonic() - start < 10
+    msg = str(err.value)
+    assert expect in msg and str(path) in msg and "\n" not in msg and len(msg) < 400, msg
+
+
+def test_yaml_limits_leave_real_configs_alone():
+    from fairmiss.config.loading import read_yaml
+
+    for p in sorted((ROOT / "params").rglob("*.yaml")) + sorted((ROOT / "examples").rglob("*.yaml")):
+        assert isinstance(read_yaml(p), dict), p

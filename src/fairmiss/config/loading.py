@@ -17,9 +17,56 @@ __all__ = ["check_columns", "check_dataset_spec", "load_config", "load_study_con
 
 
 # --------------------------------------------------------------------------- reading YAML files
+#: limits of a config file: bytes, aliases (``*name``), nesting depth. A real config is a few KB, uses a handful of
+#: aliases and nests 5-6 levels; past these a file is a mistake or an attack (an alias "bomb" expands
+#: exponentially, deep nesting exhausts Python's recursion), refused before anything reads its values.
+YAML_MAX_BYTES, YAML_MAX_ALIASES, YAML_MAX_DEPTH = 1 << 20, 100, 50
+#: values in the document once every alias is expanded (what validating it would build)
+YAML_MAX_NODES = 100_000
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, but a mapping that repeats a key is an error (PyYAML keeps the last one
-    silently: ``learners:`` twice would drop the first list)."""
+    silently: ``learners:`` twice would drop the first list), and aliases and nesting are bounded
+    (:data:`YAML_MAX_ALIASES`, :data:`YAML_MAX_DEPTH`)."""
+
+    _aliases = 0
+    _depth = 0
+
+    def compose_document(self):
+        node = super().compose_document()
+        sizes: dict[int, int] = {}
+
+        def expanded(n) -> int:  # shared (aliased) nodes counted once per use, each computed once
+            if sizes.get(id(n)) == -1:
+                raise yaml.composer.ComposerError(None, None, "an alias refers to a value that contains it",
+                                                  n.start_mark)
+            if id(n) not in sizes:
+                sizes[id(n)] = -1  # being counted
+                kids = [x for pair in n.value for x in pair] if isinstance(n, yaml.MappingNode) else \
+                    n.value if isinstance(n, yaml.SequenceNode) else []
+                sizes[id(n)] = 1 + sum(expanded(k) for k in kids)
+            return sizes[id(n)]
+
+        if node is not None and expanded(node) > YAML_MAX_NODES:
+            raise yaml.composer.ComposerError(None, None, f"its aliases expand to more than {YAML_MAX_NODES:,} "
+                                              "values (an alias bomb?)", node.start_mark)
+        return node
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > YAML_MAX_ALIASES:
+                raise yaml.composer.ComposerError(None, None, f"more than {YAML_MAX_ALIASES} aliases (*name)",
+                                                  self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            if self._depth > YAML_MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested more than {YAML_MAX_DEPTH} levels deep",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -57,7 +104,13 @@ def read_yaml(path: str | Path, what: str = "config file"):
         raise ConfigError(f"{path}: {what} not found")
     if path.is_dir():
         raise ConfigError(f"{path}: is a directory, not a {what}")
+    if not path.is_file():
+        raise ConfigError(f"{path}: is not a regular file (a device, FIFO or socket), not a {what}")
     try:
+        size = path.stat().st_size
+        if size > YAML_MAX_BYTES:
+            raise ConfigError(f"{path}: the {what} is {size:,} bytes, more than {YAML_MAX_BYTES:,}; a config is "
+                              "a few KB of YAML")
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
