@@ -46,8 +46,9 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
     bridge raises ``TerminationSignal`` in the flow), Ctrl-C or a crash of the flow waited for every
     running cell to finish — minutes for a Fair MIP cell (seen: SIGTERM did not stop a study within 5 s;
     SIGKILL did). On an exceptional exit the worker processes are terminated first; the pool then
-    shuts down at once. Normal exits are unchanged. (Uses the executor's private ``_processes``; Python
-    3.14's ``ProcessPoolExecutor.terminate_workers`` is the public form.)
+    shuts down at once. Normal exits are unchanged. (The workers are found with
+    :func:`multiprocessing.active_children`; Python 3.14's ``ProcessPoolExecutor.terminate_workers`` will do it
+    directly.)
     """
 
     def __init__(self, *args, prewarm: int = 0, warm: tuple = ((), ()), **kwargs):
@@ -71,7 +72,7 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
         if not os.environ.get("PREFECT_API_URL"):
             from prefect.server.api.server import SubprocessASGIServer
 
-            server = SubprocessASGIServer._instances.get(None)
+            server = SubprocessASGIServer()  # Prefect's one ephemeral server of this process (a per-port singleton)
             if server is not None and server.server_process is not None and server.port:
                 os.environ["PREFECT_API_URL"] = self._env_api_url = server.api_url
         runner = super().__enter__()
@@ -98,7 +99,9 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
     def _stop(self, exc_type, exc_value, traceback):
         executor = getattr(self, "_executor", None)
         if exc_type is not None and executor is not None:
-            procs = list((getattr(executor, "_processes", None) or {}).values())
+            import multiprocessing
+
+            procs = multiprocessing.active_children()  # the pool's workers: this process's only multiprocessing children
             for proc in procs:
                 if proc.is_alive():
                     proc.terminate()
