@@ -1,4 +1,4 @@
-"""Does a larger batch move the Adult Fair MIP front below its floor? (issue 22)
+"""Does a larger batch move the Adult Fair MIP front below its floor?
 
 ``bench/results/adult_front_gap.md`` traced the floor of the Adult Figure 2(b) front (test FPR gap ≈ 0.06-0.10)
 to the mini-batch protocol: each tree is fair on its 200-row batch (~57 negatives a group), not on the

@@ -1,4 +1,4 @@
-"""Why does the Fair MIP front on Adult stop at an FPR gap of about 0.06? (issue 6, Figure 2(b))
+"""Why does the Fair MIP front on Adult stop at an FPR gap of about 0.06? (Figure 2(b))
 
 On split 0 of ``000_fig2_adult`` (same data, Table 3 missingness, seeds and learner settings as the
 study), fit the Fair MIP Forest for λ in the study's grid and beyond, and report for each λ:

@@ -1,4 +1,4 @@
-"""Paper 001's median-R² table, ours beside theirs (issue 4), and imputation timings on Adult-size data.
+"""Paper 001's median-R² table, ours beside theirs, and imputation timings on Adult-size data.
 
 Part 1 runs :func:`fairmiss.studies.p001_sim.run_001_table` (Model 1, d = 9, ρ = 0.5, 20 % missing on
 X1..X3, n_train = n_test = 1000, paired seeds) with every Python learner of spec 001 §4.2 and

@@ -1,4 +1,4 @@
-"""Benchmark of BuDRO (paper 004, issues 9 and H) against plain XGBoost on Adult.
+"""Benchmark of BuDRO (paper 004) against plain XGBoost on Adult.
 
 Adult ``adult_004`` (45,222 rows, 41 features incl. gender and race), one 80/20 split
 (36,177 training rows, as the paper). Every run is a fresh subprocess, so that its peak RSS
@@ -214,7 +214,7 @@ def main():
     stem = os.environ.get("BUDRO_BENCH_OUT") or ("budro" if THREADS == 1 else f"budro_threads{THREADS}")
     (OUT / f"{stem}.json").write_text(json.dumps({"meta": meta, "results": results, "runs": runs, "approx": approx}, indent=2))
     lines = [
-        "# BuDRO vs plain XGBoost on Adult (paper 004, issues 9 and H)", "",
+        "# BuDRO vs plain XGBoost on Adult (paper 004)", "",
         f"Adult `adult_004`, one 80/20 split ({results['xgb_plain']['n_train']} training rows, "
         f"{results['xgb_plain']['n_features']} features), Table 6 tree parameters, eps = {EPS}, "
         f"{ROUNDS} BuDRO steps + f0 vs {ROUNDS + 1} XGBoost rounds (paper: 180), {THREADS} thread(s) (BLAS and XGBoost), "

@@ -1,4 +1,4 @@
-"""Benchmark of the equality-constrained-tree post-processor (paper 003, issue 8).
+"""Benchmark of the equality-constrained-tree post-processor (paper 003).
 
 Measures, in one run and on one thread:
 

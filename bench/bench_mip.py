@@ -1,4 +1,4 @@
-"""Benchmark the Fair MIP tree formulation on COMPAS batches (issue 6, spec 000 §2.8-§2.9).
+"""Benchmark the Fair MIP tree formulation on COMPAS batches (spec 000 §2.8-§2.9).
 
 For each regulariser (FNR, FPR, accuracy difference, equalized odds) on one stratified
 COMPAS batch of n = 200 (depth 3, λ = 0.2, Table-3 missingness injected), it records the

@@ -1,4 +1,4 @@
-"""Exact DP trees vs the local search (issue 22): time and objective on real batches, in one run.
+"""Exact DP trees vs the local search: time and objective on real batches, in one run.
 
 For every batch and λ, :func:`fairmiss.learners.fair_mip_forest.dp.dp_tree` (proven optimum) and
 :func:`fairmiss.learners.fair_mip_forest.search.search_tree` (50 restarts, CART start, as in the Fair MIP Forest) on the same

@@ -1,4 +1,4 @@
-"""Local-search speed and the threshold cap on continuous features (issue 6, HSLS Figure 2 panel).
+"""Local-search speed and the threshold cap on continuous features (HSLS Figure 2 panel).
 
 Two measurements, both in one process so the ratios share the machine's state:
 

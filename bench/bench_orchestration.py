@@ -1,4 +1,4 @@
-"""Orchestration benchmarks (issue I): what Prefect + MLflow cost on top of the science.
+"""Orchestration benchmarks: what Prefect + MLflow cost on top of the science.
 
 1. **Overhead**: a 100-cell grid of a fast learner (10 splits × 10 logistic regressions, COMPAS 000,
    mean imputation, no injected missingness) through the Prefect flow with MLflow tracking, against the

@@ -1,4 +1,4 @@
-"""Benchmark of the group-orthogonal representations on an HCP-sized matrix (issue 7).
+"""Benchmark of the group-orthogonal representations on an HCP-sized matrix.
 
 OG (paper), the true optimum and SOG (k = 30) on a synthetic 1056 x 2278 matrix with a binary
 "scanner" group, timed against a plain rank-k truncated SVD of the same centred matrix in the

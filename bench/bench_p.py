@@ -1,4 +1,4 @@
-"""Issue P's goal table from one command: every row measured in one run, on this machine, now.
+"""The run engine's speed goals from one command: every row measured in one run, on this machine, now.
 
     FAIRMISS_DATA_MIRROR=../shared/data/raw .venv/bin/python bench/bench_p.py [--repeats 3] [--cpu-trees 2000]
 

@@ -1,4 +1,4 @@
-"""Prefect's own floor under issue P's flow-vs-direct goals: an empty flow with the same Prefect task runs.
+"""Prefect's own floor under the flow-vs-direct goals: an empty flow with the same Prefect task runs.
 
     .venv/bin/python bench/bench_prefect_floor.py [--repeats 3] [--out prefect_floor]
 

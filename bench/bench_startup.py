@@ -1,4 +1,4 @@
-"""Start-up benchmark (issue 24, start-up part): wall time of the commands a user feels first.
+"""Start-up benchmark (start-up part): wall time of the commands a user feels first.
 
     .venv/bin/python bench/bench_startup.py [--repeats 3] [--label after] [--out bench/results/startup.md]
                                             [--only help,validate,uptodate,study_cold,study_server] [--tree DIR]

@@ -1,4 +1,4 @@
-"""Flow-vs-direct time of one grid for two versions of the code, interleaved in one run (issue P).
+"""Flow-vs-direct time of one grid for two versions of the code, interleaved in one run.
 
 Each arm is a fresh process whose sources come from a ``git archive`` of a commit (``--before``, ``--after``),
 run with this checkout's ``.venv``: the 100-cell logistic-regression grid of ``bench_orchestration.py``

@@ -1,4 +1,4 @@
-"""Fair MIP Forest with the equalized-odds regulariser: exact DP trees vs local-search trees (issue Q's studies).
+"""Fair MIP Forest with the equalized-odds regulariser: exact DP trees vs local-search trees (the Feng et al. 2023 studies).
 
     .venv/bin/python bench/fairmip_eo_dp_vs_search.py compas_000 priors_count
     .venv/bin/python bench/fairmip_eo_dp_vs_search.py adult_000 capital-gain

@@ -1,4 +1,4 @@
-"""How much did paper 000's k-NN results depend on how ties between donors were broken? (issue 18)
+"""How much did paper 000's k-NN results depend on how ties between donors were broken?
 
 Runs cells of a study config at library level (no Prefect, no MLflow) with the k-NN imputer swapped
 between tie rules — ``average`` (fairmiss's default: the expectation over all tie-breaks), ``lowest_index``

@@ -1,4 +1,4 @@
-"""Does HiGHS improve on the local-search start? (issue D)
+"""Does HiGHS improve on the local-search start?
 
 Fits a 10-tree Fair MIP Forest (search warm start) on one 70/30 split twice, with ``time_limit=2`` (HiGHS gets
 2 s per tree from the search tree) and ``time_limit=0`` (solver-free: each tree is the search's), and prints the

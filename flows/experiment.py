@@ -76,7 +76,7 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
             if server is not None and server.server_process is not None and server.port:
                 os.environ["PREFECT_API_URL"] = self._env_api_url = server.api_url
         runner = super().__enter__()
-        # Issue P: start the workers now. The executor spawns a worker only when a task arrives, and a spawned
+        # Start the workers now. The executor spawns a worker only when a task arrives, and a spawned
         # worker then imports Prefect and fairmiss (~2–3 s) before its first task; here that overlaps the flow's
         # start and its data task instead of following them (the first split and cell start that much sooner).
         # ``prewarm`` = min(max_workers, cells): never more workers than the run could use.
@@ -342,7 +342,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
     pipeline.check_extra_groups(cfg, data)  # a misnamed extra_groups column fails before any cell runs
     errors.redeliver_lost_sigterm()  # progress point (see there)
 
-    # The flow's tracking goes through the writer process (issue P, RemoteTracker): MLflow's store is imported
+    # The flow's tracking goes through the writer process (RemoteTracker): MLflow's store is imported
     # and opened there, beside Prefect's start and the data build, not on this process's critical path.
     # FAIRMISS_TRACKING_WRITER=inline: a Tracker in this process, every run logged here (the reference path).
     writer = tracker = None
@@ -375,12 +375,12 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
 
         # quote(): the cells' inputs are plain values (or, with threads, the split futures the task resolves), so
         # Prefect need not walk the config, the DataFrame and the split arrays looking for futures on every submit
-        # and again in the task (issue P: ~8 ms a cell on the flow's thread and as much in the worker, py-spy).
+        # and again in the task (~8 ms a cell on the flow's thread and as much in the worker, py-spy).
         # Thread runner only: Dask rebuilds tuples it finds in a task's arguments, so a quote (a tuple) would
         # reach the task as a plain tuple, and there the inputs are pickled anyway.
         thread = cfg.execution.task_runner == "thread"
         q = quote if thread else (lambda x: x)
-        # several cells per Prefect task (execution.cells_per_task, issue P); with the thread runner each
+        # several cells per Prefect task (execution.cells_per_task); with the thread runner each
         # result comes back through the sink as soon as its cell finishes
         sink = CellSink() if thread else None
         split_futures, futures, batch_results = {}, {}, {}
@@ -398,7 +398,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
                 futures.update({c.key: (f, batch) for c in batch})
                 n_tasks += 1
 
-        # Issue P: with the thread runner and the tracking writer, the cells start before MLflow's store is open
+        # With the thread runner and the tracking writer, the cells start before MLflow's store is open
         # (the writer's ~2 s of imports and store start-up then overlap the computation): the cells already
         # FINISHED are read from the SQLite store directly (flows.fastcheck.finished_cell_keys; resume off: none),
         # and each batch task waits for its split's future itself. Other stores and runners: as before, the cells
@@ -459,7 +459,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
             results = []
             X_example = data.df[data.features].head(20)
             progress = CellProgress(len(cells), len(pending), cfg.experiment)
-            # the cells' child runs are written by one separate process while the next cells compute (issue P);
+            # the cells' child runs are written by one separate process while the next cells compute;
             # FAIRMISS_TRACKING_WRITER=inline logs them here as before
             if pending and writer is not None:
                 writer.configure(X_example=X_example if cfg.tracking.log_models else None,
@@ -475,7 +475,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
             progress.close()
             errors.redeliver_lost_sigterm()  # progress point (see there)
             # The results, tables, figures and report are written into a staging directory while the writer
-            # process still writes the last child runs (issue P: the report's ~3 s of matplotlib no longer wait
+            # process still writes the last child runs (the report's ~3 s of matplotlib no longer wait
             # for the writer's backlog, nor the writer for them), and published into out_dir only once every
             # child run is written: a store failure leaves out_dir as it was, as before.
             # An error in the outputs: every computed cell is still written (a resume reuses them) before the parent
@@ -582,7 +582,7 @@ def _write_outputs(stage: Path, cfg, results, data, groups, cells) -> dict:
     from fairmiss.studies.feng2023_claims import cells_frame, feng2023_claims
 
     feng = feng2023_claims(cells_frame(results), cfg.learners, cfg.missingness, cfg.fairness_metric)
-    if feng is not None:  # runs with adapted interventions (issue Q): Feng et al.'s claims decided
+    if feng is not None:  # runs with adapted interventions: Feng et al.'s claims decided
         if _synthetic(data.dataset):
             feng["statement"] = "[SYNTHETIC stand-in, not real data] " + feng["statement"]
         atomic_write_text(stage / "claims_feng2023.csv", feng.to_csv(index=False))

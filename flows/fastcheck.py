@@ -1,4 +1,4 @@
-"""The up-to-date check without Prefect or an MLflow client (issue 24).
+"""The up-to-date check without Prefect or an MLflow client.
 
 :func:`up_to_date_fast` answers what :func:`flows.experiment.up_to_date` answers — the finished run a
 re-run would only repeat, or ``None`` — for a local SQLite tracking store (``sqlite:///…``), reading the
@@ -96,7 +96,7 @@ WHERE e.name = :experiment {workspace} AND r.status = 'FINISHED' AND r.lifecycle
 def finished_cell_keys(cfg, keys: set[str]) -> set[str] | None:
     """The cache keys among ``keys`` that a FINISHED, ok child run carries in the config's store — the question
     :meth:`fairmiss.tracking.Tracker.finished_cells_by_cache_key` answers, read here with :mod:`sqlite3` in
-    milliseconds, so the flow can start its cells before MLflow's store is open (issue P). An empty set when
+    milliseconds, so the flow can start its cells before MLflow's store is open. An empty set when
     the database does not exist yet; ``None`` when this cannot be read cheaply (not a SQLite store, not an MLflow
     store yet, or any SQLite error): the flow then asks the store itself, whose error is the one to report."""
     db = sqlite_path(tracking_uri(cfg))

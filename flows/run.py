@@ -2,7 +2,7 @@
 (:mod:`flows.studies`), chosen by the config's ``study:`` key. ``python -m flows.run --config CONFIG``
 is what every DVC stage calls; ``fairmiss run`` / ``fairmiss study`` call :func:`run_command`.
 
-Start-up (issue 24), in two phases. :func:`prepare_run` needs neither Prefect nor an MLflow client: it
+Start-up, in two phases. :func:`prepare_run` needs neither Prefect nor an MLflow client: it
 checks the config, the output directories and the raw files, and answers an experiment config that is up to
 date with :func:`flows.fastcheck.up_to_date_fast` (the results files and one read-only SQL query on a local
 MLflow store). Only when a flow runs, :func:`start_flow` points Prefect at the persistent local server
@@ -77,7 +77,7 @@ def start_flow(cfg, config_path: str | Path, *, quick: bool = False, force: bool
 
     if isinstance(cfg, ExperimentConfig):
         # the tracking writer imports MLflow and opens the store while the Prefect server is found (or started)
-        # and the flow's modules are imported (issue P); run_experiment takes it
+        # and the flow's modules are imported; run_experiment takes it
         from fairmiss.tracking import prestart_writer
 
         prestart_writer(("fairmiss.pipeline",), uri=cfg.tracking.uri,

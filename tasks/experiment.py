@@ -123,8 +123,8 @@ def fit_evaluate_task(cfg, cells, data, splits, threads: int = 1, sink=None) -> 
 
 
 def warm_worker(imputers: tuple = (), learners: tuple = ()) -> None:
-    """Run once in each process-pool worker as the flow starts (``flows.experiment.StoppableProcessPoolTaskRunner``,
-    issue P). Unpickling this function imports this module, hence Prefect and :mod:`fairmiss.pipeline` with every
+    """Run once in each process-pool worker as the flow starts (``flows.experiment.StoppableProcessPoolTaskRunner``).
+    Unpickling this function imports this module, hence Prefect and :mod:`fairmiss.pipeline` with every
     kind's spec; building (not fitting) the config's imputers and learners then imports what their factories import
     lazily (e.g. Pyomo for the Fair MIP Forest, fairlearn's reductions, XGBoost). A spawned worker otherwise does
     these seconds of imports when the first split task reaches it, after the flow has built its data. Errors are

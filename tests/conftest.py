@@ -36,7 +36,7 @@ if "FAIRMISS_DATA_MIRROR" not in os.environ and (ROOT.parent / "shared" / "data"
 
 
 def cpu_variants(blas: bool = True) -> list[dict]:
-    """Environments that make numpy / OpenBLAS take other code paths on this CPU (issue 18): numpy's
+    """Environments that make numpy / OpenBLAS take other code paths on this CPU: numpy's
     dispatch with its optional SIMD levels disabled (down to its baseline, as on an older CPU), with only
     the AVX-512 ones disabled when this CPU has them, and (``blas``) OpenBLAS kernels of older x86 cores,
     which run on any x86-64 CPU. The first entry is the unchanged environment."""

@@ -1,4 +1,4 @@
-"""Affinely adaptive features (Feng, Calmon & Wang 2023; kind ``adaptive``), issue Q: the transform against a
+"""Affinely adaptive features (Feng, Calmon & Wang 2023; kind ``adaptive``): the transform against a
 brute-force oracle, a pattern-dependent coefficient the features can express and imputation cannot, the kind
 through the registry (spec, base validation, NaN handling), and scikit-learn's estimator checks."""
 import numpy as np

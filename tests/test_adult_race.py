@@ -1,4 +1,4 @@
-"""The ``adult_race`` dataset (added in one module, issue K), built from the real raw files."""
+"""The ``adult_race`` dataset (added in one module), built from the real raw files."""
 import numpy as np
 import pytest
 

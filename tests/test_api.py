@@ -1,4 +1,4 @@
-"""From a notebook (issue L part 5): :func:`flows.api.run` runs a config given as a dict through the same
+"""From a notebook: :func:`flows.api.run` runs a config given as a dict through the same
 Prefect flow as the CLI and returns the cell table as a DataFrame plus the MLflow parent run id."""
 
 from __future__ import annotations

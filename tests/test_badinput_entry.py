@@ -1,4 +1,4 @@
-"""Bad-input corpus (issue 19, causes 1, 4–9): malformed names, config files, column references, paths and
+"""Bad-input corpus: malformed names, config files, column references, paths and
 environments, each tried through the command line as a new user would, in a scratch project
 (tests/badinput.py). Every case must give exit 2, one ``fairmiss: error:`` line naming the file / key /
 column, no traceback, no file outside the allowed roots and no MLflow run left RUNNING.

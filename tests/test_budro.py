@@ -1,4 +1,4 @@
-"""BuDRO (paper 004, issue 9): fair metric, transport solvers, boosting, baselines, metrics.
+"""BuDRO (paper 004): fair metric, transport solvers, boosting, baselines, metrics.
 
 Spec 004 §3.1 (OT invariants, every solver), §3.2 (XGBoost integration), bad input, and a
 German-credit smoke fit (full 10-split reproduction is ``slow``).
@@ -398,7 +398,7 @@ def test_german_reproduces_table5(mirror):
 
 
 # ---------------------------------------------------------------------------------------
-# issue H: vectorised exact path (uniform-width candidate sets), warm start, fast kNN
+# Vectorised exact path (uniform-width candidate sets), warm start, fast kNN
 # ---------------------------------------------------------------------------------------
 
 def _knn_toy(n=300, d=5, seed=3, twins=20):
@@ -503,7 +503,7 @@ def test_knn_candidates_exact_across_tiles():
 
 
 # ---------------------------------------------------------------------------------------
-# issue 9 (Table 9): entropic transport on repeated rows (COMPAS: ~300 distinct of 4222)
+# Table 9: entropic transport on repeated rows (COMPAS: ~300 distinct of 4222)
 # ---------------------------------------------------------------------------------------
 
 def _repeated_points(n=150, locations=20, seed=0):
@@ -570,7 +570,7 @@ def test_prefitted_fair_metric_is_accepted_and_unfitted_rejected(toy):
 
 
 # ---------------------------------------------------------------------------------------
-# issue 9 speed: narrow warm-start window (settled columns are never compressed or hulled)
+# speed: narrow warm-start window (settled columns are never compressed or hulled)
 # ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("support", ["dense", "knn", "wide"])
@@ -637,7 +637,7 @@ def test_narrow_window_matches_tilted_path_and_lp(toy, support, eps):
 
 
 def test_budro_window_warm_start_gives_the_same_model(monkeypatch):
-    """The extrapolated narrow window (issue 9 speed) leaves the fitted model unchanged: the
+    """The extrapolated narrow window (speed) leaves the fitted model unchanged: the
     same robust losses, etas and margins as the previous warm start (``eta_prev``, width 1.25)
     and as no warm start at all, on a kNN-support fit."""
     import fairmiss.learners.budro.boosting as bm
@@ -683,7 +683,7 @@ def test_logistic_losses_are_numpy_logaddexp_bit_for_bit():
     assert np.array_equal(np.signbit(l0), np.signbit(r0)) and np.array_equal(np.signbit(l1), np.signbit(r1))
 
 
-# ---- issue 19: counterfactual twins cost exactly 0 under one rule; an honest certificate ----------
+# ---- counterfactual twins cost exactly 0 under one rule; an honest certificate ----------
 
 def _twin_instance(seed, n=40, d=7, t=10, clones=0):
     """Points with ``t`` counterfactual twins that differ from their partner by a random vector in the

@@ -1,4 +1,4 @@
-"""Several cells per Prefect task (``execution.cells_per_task``, issue P): how the cells are cut into batches, the
+"""Several cells per Prefect task (``execution.cells_per_task``): how the cells are cut into batches, the
 sink that hands each result over as soon as its cell ends, and — through the real flow — that results, child runs
 and a failing cell inside a batch are the same as with one cell per task."""
 

@@ -1,4 +1,4 @@
-"""Cache keys and fingerprints hash the code that computes, never outputs (issue 18, cause 4)."""
+"""Cache keys and fingerprints hash the code that computes, never outputs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Complete-case mode (``complete_case: none | train | test | both``) and the complete-case measurement
-bias beside the full-test-set metrics (Zhang & Long 2021), issue Q: row counts against an independent
+bias beside the full-test-set metrics (Zhang & Long 2021): row counts against an independent
 count of complete rows, the modes' metrics tied to each other exactly, and the cache key / config hash."""
 import numpy as np
 import pytest

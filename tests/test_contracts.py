@@ -50,7 +50,7 @@ def test_no_deserialisation_of_arbitrary_paths():
     hits = [f"{p.relative_to(root)}:{i}: {line.strip()}"
             for d in ("src", "flows", "tasks") for p in (root / d).rglob("*.py")
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
-    # the one exception (issue L, ``kind: mlflow_model``): fairmiss.tracking.load_logged_model loads a model
+    # the one exception (``kind: mlflow_model``): fairmiss.tracking.load_logged_model loads a model
     # through MLflow's own flavour API, and only from a pinned runs:/ or models:/NAME/VERSION URI resolved in a
     # tracking store, never from a path or URL (refused before MLflow is called: checked below)
     import ast
@@ -63,7 +63,7 @@ def test_no_deserialisation_of_arbitrary_paths():
     start = next(i for i, line in enumerate(text, 1) if line.startswith("def load_logged_model("))
     end = next(i for i, line in enumerate(text, 1) if i > start and line.startswith(("def ", "class ", "_")))
     allowed = {f"{models}:{i}: {text[i - 1].strip()}" for i in range(start, end)}
-    # the tracking writer (issue P): the flow and its writer process exchange pickled cells and answers over the
+    # the tracking writer: the flow and its writer process exchange pickled cells and answers over the
     # writer's own stdin/stdout pipes (the flow started that process; no file, no path, nothing a user names) —
     # only loads that read those two pipes, in CellWriter._read and _writer_main, are allowed
     pipe_reads = set()

@@ -1,4 +1,4 @@
-"""Same config ⇒ same metrics on every CPU (issue 18): the default experiment's cells and a Zafar cell
+"""Same config ⇒ same metrics on every CPU: the default experiment's cells and a Zafar cell
 re-run in subprocesses under simulated CPUs (numpy SIMD levels disabled, other OpenBLAS kernels).
 
 Library level (no Prefect, no MLflow): what is compared is what the pipeline computes. Zafar is compared
@@ -61,7 +61,7 @@ def _assert_same(outs):
 
 def test_default_experiment_identical_under_simulated_cpus(tmp_path, mirror):
     """mean / k-NN + depth-3 tree on COMPAS (Table 3 missingness), 2 splits: k-NN had a tie at the 5th
-    neighbour for every imputed cell and moved with numpy's sort kernel before issue 18."""
+    neighbour for every imputed cell and moved with numpy's sort kernel before the CPU-independence work."""
     cfg = ROOT / "params" / "compas_default.yaml"
     outs = {json.dumps(v): _run(v, cfg, ["tree_d3"], 2, tmp_path / "processed") for v in cpu_variants()}
     assert len(outs) >= 4 and len(next(iter(outs.values()))) == 4

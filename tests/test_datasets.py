@@ -1,4 +1,4 @@
-"""Dataset variants of issue 3: exact counts on the real mirror files, real-format loaders
+"""Dataset variants: exact counts on the real mirror files, real-format loaders
 (HSLS, HCP) on generated files, synthetic stand-ins against their calibration targets, and a
 bad-input corpus (every malformed raw file raises DatasetError naming file and column).
 
@@ -393,7 +393,7 @@ def test_user_supplied_files_are_never_downloaded(tmp_path, monkeypatch):
             v.build(tmp_path)
 
 
-# ---- issue 18 (HCP stand-in independent of the CPU's BLAS kernel / SIMD level) -------------------------
+# ---- HCP stand-in independent of the CPU's BLAS kernel / SIMD level) -------------------------
 
 _HCP_CHILD = r"""
 import hashlib, sys

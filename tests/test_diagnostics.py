@@ -1,4 +1,4 @@
-"""Imputation-fairness diagnostics: spec 000 §5 checks T10-T17 (issue 4)."""
+"""Imputation-fairness diagnostics: spec 000 §5 checks T10-T17."""
 
 from __future__ import annotations
 

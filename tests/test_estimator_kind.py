@@ -1,6 +1,6 @@
 """``kind: estimator``: any scikit-learn-compatible classifier (learner) or transformer (imputer) by import
 path — checked at config time (each problem a clear error naming its key), seeded with ``random_state``,
-logged with its path and params, equal to the same estimator fitted directly (issue 21, L part 2)."""
+logged with its path and params, equal to the same estimator fitted directly (L part 2)."""
 
 from __future__ import annotations
 

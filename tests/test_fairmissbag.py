@@ -1,4 +1,4 @@
-"""FairMissBag (Feng, Calmon & Wang 2023; kind ``fairmissbag``), issue Q: the bootstrap is stratified exactly
+"""FairMissBag (Feng, Calmon & Wang 2023; kind ``fairmissbag``): the bootstrap is stratified exactly
 per (group, label) cell, a fit is deterministic under its seed, the ensemble is the members' average (or one
 member per row), the kind through the registry over fair bases, and scikit-learn's estimator checks."""
 import numpy as np

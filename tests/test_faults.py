@@ -1,4 +1,4 @@
-"""Faults in the environment (issue J): an unwritable or full MLflow store, the MLflow server going
+"""Faults in the environment: an unwritable or full MLflow store, the MLflow server going
 away mid-sweep, four processes writing one default SQLite store, and no COMPAS PII anywhere in what
 a run leaves behind. Everything runs for real: flows in subprocesses, a real ``mlflow server`` on
 127.0.0.1, real file-system limits (documented per test). Results in docs/reliability.md.
@@ -245,7 +245,7 @@ def test_unwritable_store(work):
 @pytest.mark.slow
 def test_store_unwritable_mid_sweep(work):
     """The artifact store becomes read-only while the sweep runs (after two cells are FINISHED), with the
-    tracking writer process logging the cells (issue P): one clear error, exit 2, nothing in results/, no
+    tracking writer process logging the cells: one clear error, exit 2, nothing in results/, no
     run left RUNNING after the next start, and the re-run completes with exactly one FINISHED run per cell
     (the cells logged before the fault are reused, none is logged twice). The database itself stays
     writable: SQLite keeps the file descriptors it opened, so a mode change does not reach it mid-run."""

@@ -239,7 +239,7 @@ def test_first_finished_run_is_found_up_to_date(tmp_path):
 
 
 def test_outputs_staged_and_a_failing_report_loses_no_cell(tmp_path, monkeypatch):
-    """Issue P: the results directory's files are written into a staging directory while the tracking
+    """The results directory's files are written into a staging directory while the tracking
     writer logs the last child runs, and published once every child run is written. An error while writing
     them (here the HTML report, after the other files were staged) publishes nothing and leaves no staging
     directory behind, while every computed cell is still FINISHED in the store: the re-run reuses them all,

@@ -1,4 +1,4 @@
-"""Golden test of the config surface (written before the package move of issue K, at a0858fa).
+"""Golden test of the config surface (written before the package move, at a0858fa).
 
 For every file in ``params/`` (full and ``--quick``), the hash of what determines results must not
 move when code is reorganised: ``config_hash`` for experiment configs, the canonical dump for the

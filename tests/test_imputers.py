@@ -1,4 +1,4 @@
-"""Imputers of fairmiss.impute.imputers: per-group, multiple imputation, mismatch, + mask (issue 4)."""
+"""Imputers of fairmiss.impute.imputers: per-group, multiple imputation, mismatch, + mask."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CPU-independent k-NN imputer (issue 18): oracle checks and bit-equality under simulated CPUs."""
+"""The CPU-independent k-NN imputer: oracle checks and bit-equality under simulated CPUs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Label-driven missingness (``label_driven``) and train/test missingness shift (``shift``), issue Q:
+"""Label-driven missingness (``label_driven``) and train/test missingness shift (``shift``):
 realised per-(s, y) rates within 4 binomial SE over seeds, the realised-rate gate catching a wrong mask,
 clear config errors for bad specs, and the mechanisms end to end through ``make_split`` on COMPAS."""
 import numpy as np

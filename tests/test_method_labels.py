@@ -1,4 +1,4 @@
-"""Issue O: one method label (the learner's name, the imputer's only where the data have missing values) in the
+"""One method label (the learner's name, the imputer's only where the data have missing values) in the
 console table, MLflow run names and tags, reports and metrics keys — while cell keys and cache keys stay."""
 
 from __future__ import annotations

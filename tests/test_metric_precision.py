@@ -1,4 +1,4 @@
-"""The ``precision`` metric (added in one module, issue K): per group, difference and ratio with the NaN rule,
+"""The ``precision`` metric (added in one module): per group, difference and ratio with the NaN rule,
 selectable in a config, and equal to the fairlearn MetricFrame oracle and to scikit-learn's precision."""
 import warnings
 

@@ -165,7 +165,7 @@ def test_gap_rms_is_the_root_mean_square_of_the_per_class_gaps():
     assert m["equalized_odds_difference"] == pytest.approx(max(gaps), abs=1e-12)
 
 
-# ---- issue 19: NaN, never 0, for every difference / ratio / gap -----------------------------------
+# ---- NaN, never 0, for every difference / ratio / gap -----------------------------------
 
 def test_auc_difference_is_nan_when_one_group_auc_is_undefined():
     """Before: auc_group_1 NaN but auc_difference 0.0 (np.nanmax - np.nanmin over one finite value)."""
@@ -196,7 +196,7 @@ def test_reference_oracle_does_not_share_fairlearns_nan_skipping():
 
 @pytest.mark.parametrize("fn_name", ["evaluate", "evaluate_reference"])
 def test_one_group_gives_nan_differences_with_a_warning(fn_name, caplog):
-    """Decision (issue 19): with a single group every difference/ratio/derived gap is NaN (and logged)."""
+    """Decision: with a single group every difference/ratio/derived gap is NaN (and logged)."""
     import fairmiss.metrics as M
 
     fn = getattr(M, fn_name)

@@ -1,4 +1,4 @@
-"""Exact dynamic program for fair MIA trees (fairmiss.learners.fair_mip_forest.dp, issue 22).
+"""Exact dynamic program for fair MIA trees (fairmiss.learners.fair_mip_forest.dp).
 
 Exactness against three independent references:
 
@@ -358,7 +358,7 @@ def test_config_solver_field_reaches_the_estimator_and_keeps_old_hashes():
     from fairmiss.learners.build import make_learner
 
     default = FairMIPForestSpec()
-    assert default.solver == "dp" and FairMIPForestClassifier().solver == "dp"  # the default since issue 22
+    assert default.solver == "dp" and FairMIPForestClassifier().solver == "dp"  # the default
     dump = default.model_dump(mode="json", by_alias=True)
     # the new default is written (configs that relied on the implicit "mip" get a new hash) ...
     assert dump["solver"] == "dp" and not {"dp_node_limit", "dp_max_thresholds"} & set(dump)

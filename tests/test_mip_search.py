@@ -1,4 +1,4 @@
-"""Local search for fair MIA trees (fairmiss.learners.fair_mip_forest.search, issue 6).
+"""Local search for fair MIA trees (fairmiss.learners.fair_mip_forest.search).
 
 The search must minimise exactly the MIP's objective (checked against exhaustive enumeration
 where that is feasible), never lose to its starts, be seeded/deterministic, produce a feasible

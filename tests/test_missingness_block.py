@@ -1,4 +1,4 @@
-"""The ``mcar_block`` mechanism (added in one module, issue K): rows lose all listed columns together at
+"""The ``mcar_block`` mechanism (added in one module): rows lose all listed columns together at
 the configured rate, overall or per group, and the realised-rate gate catches a wrong mask."""
 import numpy as np
 import pandas as pd

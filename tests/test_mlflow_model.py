@@ -1,4 +1,4 @@
-"""Issue L part 4: audit a model already logged in MLflow (``kind: mlflow_model``) under the config's
+"""Audit a model already logged in MLflow (``kind: mlflow_model``) under the config's
 missingness x imputer cells, without refitting it.
 
 The oracle: a model trained and logged by a fairmiss run, audited with the same seed, split and missingness

@@ -1,4 +1,4 @@
-"""The ``naive_bayes`` learner kind (added in one module, issue K): from a params entry to scikit-learn's
+"""The ``naive_bayes`` learner kind (added in one module): from a params entry to scikit-learn's
 GaussianNB with the spec's smoothing, predictions identical to GaussianNB fitted directly."""
 import numpy as np
 import pytest

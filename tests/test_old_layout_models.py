@@ -1,4 +1,4 @@
-"""Models logged to MLflow under the layout before the package move (issue K) still load and predict
+"""Models logged to MLflow under the layout before the package move still load and predict
 the same: ``tests/fixtures/old_layout`` was written by ``make.py`` at commit a0858fa, so its pickles
 name the old module paths (``fairmiss.models.mip_forest``, ``fairmiss.learners._ProjectThenFit`` ...)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checks C1-C18 of spec 002 §3 for the group-orthogonal representations (issue 7).
+"""Checks C1-C18 of spec 002 §3 for the group-orthogonal representations.
 
 Data are generated here: the paper's Sec. 3 design (small n, p) and a *misaligned* design in
 which the group effect lies partly outside the signal subspace (spec 002 §1.5, §3).

@@ -1,4 +1,4 @@
-"""Issue L part 1: the user's own CSV / Parquet file named in a config (``dataset: {file:, label:, group:}``)."""
+"""The user's own CSV / Parquet file named in a config (``dataset: {file:, label:, group:}``)."""
 
 from __future__ import annotations
 

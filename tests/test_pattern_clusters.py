@@ -1,5 +1,5 @@
 """Missing-pattern clusters with a fair classifier per cluster (kind ``pattern_clusters``, Feng et al. 2023
-intervention iii in a simple greedy form), issue Q: the split is the label-informative missingness indicator,
+intervention iii in a simple greedy form): the split is the label-informative missingness indicator,
 every cluster keeps ``min_cell`` rows per (group, label) cell, rows are routed by their pattern, the kind
 through the registry, and scikit-learn's estimator checks."""
 import numpy as np

@@ -60,7 +60,7 @@ def test_same_cell_twice_is_identical(data):
 
 
 def test_single_class_labels_are_a_data_error_before_any_fit(data):
-    """Issue 19: a table with one label class (or one group) is refused by make_split before any model is
+    """A table with one label class (or one group) is refused by make_split before any model is
     fitted (it used to run every cell into a failure; a one-group table used to be reported as fair)."""
     from fairmiss.datasets import DatasetError
     d = pipeline.Processed(data.dataset, data.df.assign(two_year_recid=0), data.features, data.group, data.label,

@@ -1,4 +1,4 @@
-"""Plugins (issue L part 3): a separate installed package adds kinds through entry points in the groups
+"""Plugins: a separate installed package adds kinds through entry points in the groups
 ``fairmiss.datasets``, ``fairmiss.learners``, ``fairmiss.imputers``, ``fairmiss.metrics`` and
 ``fairmiss.missingness``. The example package ``examples/fairmiss_plugin_example`` is "installed" without
 network: its source plus a ``*.dist-info`` (METADATA, entry_points.txt) in a directory on ``PYTHONPATH``,

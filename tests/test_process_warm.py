@@ -1,4 +1,4 @@
-"""The process pool's warm-up (issue P): ``StoppableProcessPoolTaskRunner`` starts its workers as the flow
+"""The process pool's warm-up: ``StoppableProcessPoolTaskRunner`` starts its workers as the flow
 starts, and each imports the cell path (``tasks.experiment.warm_worker``) before the first task arrives —
 never more workers than the run has cells."""
 

@@ -1,7 +1,8 @@
 """The product's own text — README, the documentation site, the configs and the benchmark records — speaks of
 the product: no absolute paths of a working machine, no work-diary phrases (numbered work periods, "this
 machine ran …"), no internal issue labels a reader cannot open. Scope: ``README.md``, ``docs/**/*.md``,
-``params/**/*.yaml``, ``bench/**/*.md``; code comments are not scanned here."""
+``params/**/*.yaml``, ``bench/**/*.md``; and the code's comments and docstrings (``src``, ``flows``, ``tasks``,
+``tests``, ``bench``, ``scripts``) for internal issue labels (tests may name machine paths they create)."""
 
 from __future__ import annotations
 
@@ -63,4 +64,15 @@ def test_product_files_speak_of_the_product():
     assert len(files) > 40 and ROOT / "README.md" in files and ROOT / "docs" / "index.md" in files
     bad = [f"{p.relative_to(ROOT)}:{n}: {what}: {hit!r}"
            for p in files for n, what, hit in offences(p.read_text(encoding="utf-8"))]
+    assert not bad, "\n".join(bad)
+
+
+def test_code_cites_no_internal_issue_labels():
+    """A reader of the code cannot open "issue P": comments and docstrings say what and why instead."""
+    label = PATTERNS["internal issue label"]
+    files = [p for folder in ("src", "flows", "tasks", "tests", "bench", "scripts") for p in (ROOT / folder).rglob("*.py")
+             if p.name != "test_product_text.py"]  # this file holds the scanner's own examples
+    assert len(files) > 200
+    bad = [f"{p.relative_to(ROOT)}:{n}: {m.group(0)!r}" for p in files
+           for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) for m in label.finditer(line)]
     assert not bad, "\n".join(bad)

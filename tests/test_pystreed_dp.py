@@ -1,4 +1,4 @@
-"""Independent cross-check of the exact DP (issue 22) against STreeD (``pystreed``, MIT; van der Linden,
+"""Independent cross-check of the exact DP against STreeD (``pystreed``, MIT; van der Linden,
 de Weerdt, Demirović, NeurIPS 2023), a separately written dynamic-programming optimal-tree solver.
 
 What is compared, and why it is an exact comparison

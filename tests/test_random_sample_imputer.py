@@ -1,4 +1,4 @@
-"""The ``random_sample`` (hot-deck) imputer kind (added in one module, issue K)."""
+"""The ``random_sample`` (hot-deck) imputer kind (added in one module)."""
 import numpy as np
 import pytest
 from pydantic import TypeAdapter

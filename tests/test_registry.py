@@ -1,5 +1,5 @@
 """Every registered learner and imputer kind builds from its default spec, fits on a tiny synthetic
-table, predicts / transforms, and survives a pickle round trip with identical outputs (issue K)."""
+table, predicts / transforms, and survives a pickle round trip with identical outputs."""
 from __future__ import annotations
 
 import functools

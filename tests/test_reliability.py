@@ -1,4 +1,4 @@
-"""Faults and concurrency (issue J): a SIGKILLed run leaves no half-written outputs and is marked
+"""Faults and concurrency: a SIGKILLed run leaves no half-written outputs and is marked
 FAILED by the next invocation; concurrent processes logging to one SQLite store lose nothing."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_two_processes_share_one_store(tmp_path):
     runs = _runs(tmp_path / "mlruns" / "mlflow.db")
     assert len(runs) == 2 * (1 + 4) and {r[2] for r in runs} == {"FINISHED"}
     names = sorted(r[1] for r in runs)
-    assert names.count("mean+tree_d3 · split 0") == 2  # method first, split last (issue O)
+    assert names.count("mean+tree_d3 · split 0") == 2  # method first, split last
     a = (tmp_path / "results_a" / "compas_small" / "metrics.json").read_bytes()
     b = (tmp_path / "results_b" / "compas_small" / "metrics.json").read_bytes()
     assert a == b
@@ -92,7 +92,7 @@ def test_results_do_not_depend_on_worker_count(tmp_path):
 def _slow_mip_config(tmp_path, task_runner: str):
     """One cell that computes for minutes: a HiGHS solve of up to 600 s, a single C call that Prefect's
     cooperative task cancellation cannot interrupt (a random forest stops between trees on its own); solver
-    mip explicitly, since the default exact DP (issue N) finishes the cell in about a second."""
+    mip explicitly, since the default exact DP finishes the cell in about a second."""
     return small_config(tmp_path, split={"n_splits": 1}, missingness=[{"kind": "none"}], imputers=[{"kind": "mean"}],
                         learners=[{"kind": "fair_mip_forest", "name": "mip_slow", "n_trees": 1, "batch_size": 400,
                                    "solver": "mip", "time_limit": 600, "warm_start": "none"}],

@@ -1,4 +1,4 @@
-"""RemoteTracker (issue P): the flow's Tracker calls served by the tracking writer process, against a real SQLite
+"""RemoteTracker: the flow's Tracker calls served by the tracking writer process, against a real SQLite
 store read back with MLflow's own client."""
 
 from __future__ import annotations

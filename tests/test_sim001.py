@@ -1,4 +1,4 @@
-"""Paper 001's simulation machinery: spec 001 §5 checks that do not need R (issue 4)."""
+"""Paper 001's simulation machinery: spec 001 §5 checks that do not need R."""
 
 from __future__ import annotations
 

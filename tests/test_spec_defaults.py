@@ -1,5 +1,5 @@
 """A learner's config defaults and its estimator's constructor defaults disagree only where it is meant and
-said (issue K: they used to differ silently). Every same-named parameter is compared; each difference must be
+said (they used to differ silently). Every same-named parameter is compared; each difference must be
 listed below with its reason, and a listed one that no longer differs fails too (the list stays true)."""
 import inspect
 

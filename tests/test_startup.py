@@ -1,4 +1,4 @@
-"""Start-up imports (issue 24): `fairmiss --help` imports neither scikit-learn, MLflow nor Prefect; loading a
+"""Start-up imports: `fairmiss --help` imports neither scikit-learn, MLflow nor Prefect; loading a
 config (what `validate` and the up-to-date check do) imports neither MLflow nor Prefect. Each check runs in a
 fresh interpreter and reads ``sys.modules``."""
 

@@ -1,4 +1,4 @@
-"""Paper 004 study configs (issue 9): Table 9 COMPAS and Table 5 German.
+"""Paper 004 study configs: Table 9 COMPAS and Table 5 German.
 
 Checks the COMPAS config (Table 8 hyperparameters, Table 9 references, the quick overrides), one
 cheap cell of the real pipeline with the config's wiring (race as a feature, protected columns,
@@ -142,7 +142,7 @@ def test_compas_quick_study_end_to_end(mirror, tmp_path):
     assert not out.get("failed")
     res = tmp_path / "results" / "004_table9_compas-quick"
     summary = json.loads((res / "metrics.json").read_text())["summary"]["none"]
-    # compas_004 has no missing values: the method label is the learner's name alone (issue O)
+    # compas_004 has no missing values: the method label is the learner's name alone
     assert set(summary) == {"BuDRO", "Baseline", "Project", "Reweigh"}
     proj = summary["Project"]  # race and sex directions projected out: consistent by construction
     assert proj["consistency_gender_mean"] == 1.0 and proj["consistency_race_mean"] == 1.0

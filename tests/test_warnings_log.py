@@ -1,4 +1,4 @@
-"""Library warnings of a run are kept for the parent run's ``warnings.txt`` (issue O: quiet console, nothing
+"""Library warnings of a run are kept for the parent run's ``warnings.txt`` (quiet console, nothing
 lost): the collector itself, and a real flow whose logistic regressions cannot converge in one iteration."""
 
 from __future__ import annotations

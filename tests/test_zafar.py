@@ -161,7 +161,7 @@ def test_group_without_positives_warns_vacuous_constraint():
     assert m.covariance_ == {}
 
 
-# --------------------------------------------------------------------------- issue E: bound, collapse
+# --------------------------------------------------------------------------- bound, collapse
 @pytest.mark.parametrize("kw", [{"cov_factor": 1.0}, {"cov_factor": 3.0}, {"cov_bound": 10.0}])
 def test_non_binding_bound_equals_sklearn_logistic_regression(data, kw):
     (X, y, z), (Xt, _, _) = data

@@ -1,4 +1,4 @@
-"""Aliases of old module paths (kept one release after issue K's package move).
+"""Aliases of old module paths (kept one release after the package move).
 
 Models logged to MLflow are cloudpickled, and a pickle names the module of each class it holds
 (``fairmiss.models.mip_forest.FairMIPForest``). :func:`alias_module` makes such an old path resolve

@@ -1,4 +1,4 @@
-"""The version of the code that computes, as a content hash (issue 18).
+"""The version of the code that computes, as a content hash.
 
 Cell cache keys and run fingerprints used ``git rev-parse HEAD`` plus a hash of ``git diff``. That
 made every *output* part of the key: running any study rewrites a tracked ``results/*/metrics.json``,

@@ -1,4 +1,4 @@
-"""Which CPU code paths a process computes with, and pinning the one that moves results (issue 18).
+"""Which CPU code paths a process computes with, and pinning the one that moves results.
 
 Two things in the numerical stack choose code by CPU at run time:
 

@@ -145,7 +145,7 @@ def atomic_write_text(target: str | os.PathLike, text: str) -> Path:
 def no_negative_zero(obj):
     """``obj`` with every float ``-0.0`` replaced by ``0.0`` (recursively through dicts, lists, tuples and
     numpy scalars). A difference that is zero up to rounding can come out as ``-0.0`` on one CPU and
-    ``0.0`` on another (issue 18: 003's ``train_gap_after``); written results must not show that."""
+    ``0.0`` on another (003's ``train_gap_after``); written results must not show that."""
     import numpy as np
 
     if isinstance(obj, (float, np.floating)):

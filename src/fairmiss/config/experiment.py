@@ -139,7 +139,7 @@ class ExecutionSpec(_Strict):
     #: of pickling each cell's inputs); ``dask``: a Dask cluster (local, or ``dask_address``).
     task_runner: Literal["thread", "process", "dask"] = "thread"
     dask_address: str | None = None
-    #: cells computed by one Prefect task, one after the other (issue P). Prefect costs ~8 ms per task run on
+    #: cells computed by one Prefect task, one after the other. Prefect costs ~8 ms per task run on
     #: a local server, a third of a 27-ms logistic-regression cell. ``auto``: with the thread runner, guided
     #: batches (each ``ceil(cells left / (4 × max_workers))`` cells, at most 32, shrinking to single cells at
     #: the end so the workers finish together), every cell handed to the flow, and on to the tracking writer,

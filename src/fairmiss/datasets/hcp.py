@@ -151,7 +151,7 @@ def generate_hcp_synthetic(n: int = 1056, *, seed: int = 0, rank: int = 10, scan
                            scanner_shift: float = 0.8, signal: float = 0.5, prevalence: float = 0.30) -> pd.DataFrame:
     """Draw the synthetic connectome table (see module docstring).
 
-    Bit-identical on every CPU (issue 18): no BLAS product and no SIMD-dispatched transcendental
+    Bit-identical on every CPU: no BLAS product and no SIMD-dispatched transcendental
     function touches the table. The rank-``rank`` factor product ``S @ W`` is accumulated over the inner
     dimension in a fixed order (``X = S[:, 0] W[0] + S[:, 1] W[1] + ...``, each step an elementwise,
     correctly rounded float64 multiply and add); the intercept's bisection and the label probabilities use

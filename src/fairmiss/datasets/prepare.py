@@ -1,5 +1,5 @@
 """Prepare a dataset variant: load, validate (Great Expectations), write the processed table with its card,
-hash and validation receipt (moved from fairmiss.pipeline in issue K; pipeline re-exports every name)."""
+hash and validation receipt (moved from fairmiss.pipeline in the package move; pipeline re-exports every name)."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def _constant(spec, seed):
 
 def _knn(spec, seed):
     # the project's own k-NN imputer: scikit-learn's picks donors inside groups of equal distances with
-    # np.argpartition, whose order depends on the CPU's SIMD kernel (issue 18); this one uses fixed-order
+    # np.argpartition, whose order depends on the CPU's SIMD kernel; this one uses fixed-order
     # distances and a stated tie rule (``ties``: "average" = expectation over tie-breaks, or "lowest_index")
     from fairmiss.impute.knn import TieAwareKNNImputer
 

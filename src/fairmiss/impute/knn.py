@@ -1,6 +1,6 @@
 """k-NN imputation whose result does not depend on the CPU: fixed-order distances and a stated tie rule.
 
-Why not :class:`sklearn.impute.KNNImputer` as is (issue 18). It picks the ``k`` donors with
+Why not :class:`sklearn.impute.KNNImputer` as is. It picks the ``k`` donors with
 ``np.argpartition``; numpy 2.x dispatches that to AVX-512, AVX2 or scalar selection code, which
 order *equal* distances differently. On data with repeated rows (COMPAS's six integer inputs: the
 5th-neighbour distance is 0 for every imputed cell of split 0, the median tie group has 245 rows)

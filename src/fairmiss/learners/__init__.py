@@ -4,7 +4,7 @@
 Build a learner with :func:`fairmiss.learners.build.make_learner`; each kind's spec, factory and
 wrapper live beside its estimator and are registered in :data:`fairmiss.learners.adapter.LEARNER_KINDS`.
 The private wrapper classes that lived in the old ``fairmiss.learners`` module are resolved lazily below (with a DeprecationWarning) so
-that models logged to MLflow before issue K's package move still unpickle.
+that models logged to MLflow before the package move still unpickle.
 """
 
 from __future__ import annotations

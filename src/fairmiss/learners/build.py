@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fairmiss.learners.specs  # noqa: F401  (imports every kind's module: each registers its spec and factory)
 from fairmiss.learners.adapter import LEARNER_KINDS, Learner
-# the wrappers and factories that were defined here, re-exported (models logged before issue K name them)
+# the wrappers and factories that were defined here, re-exported (models logged before the package move name them)
 from fairmiss.learners.baselines import _group_covariate, _hgb, _logreg, _lr, _rf, _tree, _xgb  # noqa: F401
 from fairmiss.learners.budro.spec import (_budro, _project, _protected_idx, _ProtectedFit,  # noqa: F401
                                           _reweigh, _xgb_kw)

@@ -105,7 +105,7 @@ __all__ = ["DisparateMistreatmentClassifier", "CONS_TYPE", "ZafarSpec"]
 CONS_TYPE = {"none": -1, "fpr": 1, "fnr": 2, "eo": 4}
 
 
-# Fixed-order products instead of BLAS (issue 18). The penalty CCP is chaotic: the last bits of one
+# Fixed-order products instead of BLAS. The penalty CCP is chaotic: the last bits of one
 # matrix-vector product change which SLSQP step is accepted, and OpenBLAS's kernels (Haswell,
 # Sandybridge, Prescott — chosen by the CPU) sum in different orders: mean + Zafar τ 0.01 on COMPAS,
 # split 0, ended at test accuracy 0.548 / 0.499 / 0.571. Element-wise products are rounded identically

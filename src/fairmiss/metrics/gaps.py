@@ -6,7 +6,7 @@
   ``Gap_y`` = max − min over groups of the per-class recall ``P(Ŷ=y | Y=y, g)`` (for 0/1 labels
   ``Gap_1`` is the TPR difference, ``Gap_0`` the TNR difference), ``GAPRMS = sqrt(mean_y Gap_y²)`` and
   ``GAPMax = max_y |Gap_y|``. The per-group recalls are the TPR of the one-vs-rest labels, from
-  :func:`fairmiss.metrics.rates.group_counts` (the one group-rate implementation; until issue K they came
+  :func:`fairmiss.metrics.rates.group_counts` (the one group-rate implementation; until the package move they came
   from a fairlearn ``MetricFrame`` of ``mean(ŷ[y=label] == label)`` — the same IEEE operations, a count
   over a count, checked equal bit for bit).
 """

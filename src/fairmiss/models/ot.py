@@ -1,4 +1,4 @@
-"""Deprecated alias of :mod:`fairmiss.learners.budro.ot` (the layout before issue K's package move).
+"""Deprecated alias of :mod:`fairmiss.learners.budro.ot` (the layout before the package move).
 
 Kept for one release so that models logged to MLflow under the old module paths still unpickle;
 new code imports :mod:`fairmiss.learners.budro.ot`."""

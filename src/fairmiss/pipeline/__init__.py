@@ -37,7 +37,7 @@ from fairmiss.missingness.splits import split_indices  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
-# Issue K: the former 618-line module, split. Every name importable from here before stays importable.
+# The former 618-line module, split. Every name importable from here before stays importable.
 from fairmiss.datasets.prepare import (Processed, _binary_label, _data_where, _read_meta, dataset_card,  # noqa: F401
                                        frame_hash, persist_processed, prepare, validation_receipt)
 from fairmiss.pipeline.cell import (EXTRA_GROUP_GAPS, TIMING_KEYS, CellResult, _flatten, _Predictor,  # noqa: F401

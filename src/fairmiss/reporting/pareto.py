@@ -8,7 +8,7 @@
 * :func:`aggregate_splits`: mean and standard error over splits per method / hyperparameter
   (the error bars of 000 Figure 2).
 * :func:`mann_whitney_groups`, :func:`group_gaps`, :func:`gap_rms`, :func:`gap_max`: re-exported from
-  :mod:`fairmiss.metrics` (their home since issue K: :mod:`fairmiss.metrics.independence` and
+  :mod:`fairmiss.metrics` (their home since the package move: :mod:`fairmiss.metrics.independence` and
   :mod:`fairmiss.metrics.gaps`).
 """
 

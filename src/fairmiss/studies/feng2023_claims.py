@@ -1,5 +1,5 @@
 """Feng, Calmon & Wang (NeurIPS 2023) and Zhang & Long (NeurIPS 2021): their qualitative claims, decided on our
-own cells (issue Q; ``claims_feng2023.csv`` of a run that has adapted interventions).
+own cells (``claims_feng2023.csv`` of a run that has adapted interventions).
 
 The paper's text is not in the repository; the claims are those the issue summarises, turned into rules here.
 Everything is computed from one run's cells (one row per split × missingness × imputer × learner, every metric

@@ -183,7 +183,7 @@ def make_projector(kind: str, *, n_components: int, seed: int, output: str = "sc
     """OG (``kind="og"``, variant ``og_variant``) or SOG (``kind="sog"``) transformer."""
     # Not the learner kind's construction (fairmiss.learners.orthogonal.spec._orthogonal): this one turns
     # diagnostics off and gives SOG the study's tol/max_iter (default 1e-5 / 100 vs the estimator's 1e-7 / 500),
-    # so SOG results differ numerically; both stay (issue K).
+    # so SOG results differ numerically; both stay.
     from fairmiss.learners.orthogonal.projection import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
 
     if kind == "sog":

@@ -156,5 +156,5 @@ _GLOBAL_URI_LOCK = threading.Lock()
 
 
 # the mlflow_model learner loads deployed models through this module, by way of a leaf hook (no import of the
-# learner stack here: the writer process opens its store without scikit-learn, issue P)
+# learner stack here: the writer process opens its store without scikit-learn)
 set_model_loader(load_logged_model)

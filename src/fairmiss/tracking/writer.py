@@ -13,7 +13,7 @@ from fairmiss.tracking.tracker import Tracker
 from fairmiss.tracking.writer_process import _start_writer_process, _take_prestarted
 
 class CellWriter:
-    """The cells' child runs written by one separate process, off the flow's critical path (issue P).
+    """The cells' child runs written by one separate process, off the flow's critical path.
 
     The flow hands each finished cell to :meth:`submit` and goes on with the next one; a feeder thread pickles
     it into the writer process's stdin, and the writer (:func:`_writer_main`, its own :class:`Tracker` on
@@ -22,7 +22,7 @@ class CellWriter:
     counts as done only when its run is FINISHED, so resume and caching are unchanged.
 
     Why a process and not MLflow's async logging: async logging still runs the SQLAlchemy store in the
-    flow's process (a thread holding the GIL about 40 ms a cell, the fits 13.5 % slower in issue 10's
+    flow's process (a thread holding the GIL about 40 ms a cell, the fits 13.5 % slower in an earlier
     measurement) and only covers params/metrics/tags, not run creation, artifacts or the end of the run.
 
     Errors: the writer answers every cell with an acknowledgement or the exception it raised; the flow
@@ -204,7 +204,7 @@ class CellWriter:
 
 
 class RemoteTracker:
-    """The flow's :class:`Tracker`, served by the tracking writer process (issue P).
+    """The flow's :class:`Tracker`, served by the tracking writer process.
 
     Every method call is sent to the writer (:meth:`CellWriter.call`) and answered in order with the cells'
     child runs, so the flow's process never imports MLflow or its SQLAlchemy store (~2 s on this machine, the

@@ -1,4 +1,4 @@
-"""Exact dynamic program for one fair depth-D MIA tree (issue 22; Program 1 of paper 000, optimally).
+"""Exact dynamic program for one fair depth-D MIA tree (Program 1 of paper 000, optimally).
 
 :func:`dp_tree` minimises exactly the objective of the MIP (:func:`fairmiss.learners.fair_mip_forest.tree.build_model`),
 of the local search (:func:`fairmiss.learners.fair_mip_forest.search.search_tree`) and of

@@ -37,12 +37,12 @@ Design decisions (spec 000 §2.8-§2.9, documented here once):
   incumbent the start tree is used (or, without a start, a CART tree on the batch) and a
   :class:`MIPFallbackWarning` says so. If the solver's tree is worse on the batch than the
   start (recomputed objective), the start is kept: the incumbent is never worse than it.
-* **Solvers** (``solver``). ``"dp"`` (default since issue 22): the exact dynamic program of :mod:`fairmiss.learners.fair_mip_forest.dp` -- the proven optimum of
+* **Solvers** (``solver``). ``"dp"`` (the default): the exact dynamic program of :mod:`fairmiss.learners.fair_mip_forest.dp` -- the proven optimum of
   Program 1 over the same candidate splits (status ``"optimal"``, ``bound == objective``), no solver,
   no wall-clock dependence; ``dp_node_limit`` (root splits, deterministic) / ``dp_time_limit``
   (seconds, not reproducible when it binds) stop it early with the best tree and a valid lower bound
   (status ``"node_limit"`` / ``"time_limit"``). ``warm_start``, ``time_limit`` and ``node_limit`` do
-  not apply to it. ``"mip"`` (the default before issue 22; kept as the cross-check and for
+  not apply to it. ``"mip"`` (the earlier default; kept as the cross-check and for
   extensions the DP cannot express): the warm start above, then HiGHS on Program 1 for ``time_limit``
   seconds (or no MIP at all with ``time_limit=0``). ``"search"``: the local search of :mod:`fairmiss.learners.fair_mip_forest.search` is the fit (its
   starts: CART on the batch and tree t-1; status ``"heuristic"``, no bound).
@@ -137,7 +137,7 @@ class FairMIPTreeClassifier(_BaseFairMIP):
     solver : {"dp", "mip", "search"}, default="dp"
         How each tree is found (module docstring): the exact dynamic program
         (:mod:`fairmiss.learners.fair_mip_forest.dp`, proven optimal; no solver, no clock), HiGHS on
-        Program 1 after the warm start (the default before issue 22; ``time_limit``, ``node_limit``,
+        Program 1 after the warm start (the earlier default; ``time_limit``, ``node_limit``,
         ``warm_start``, ``threads`` and ``rel_gap`` apply only to it), or the local search alone.
     dp_node_limit : int or None, default=None
         ``solver="dp"``: stop after this many root splits (deterministic); None: solve to optimality.

@@ -1,4 +1,4 @@
-"""Fast local search for one fair depth-D MIA tree (issue 6; a warm start for Program 1).
+"""Fast local search for one fair depth-D MIA tree (a warm start for Program 1).
 
 :func:`search_tree` minimises exactly the objective the MIP minimises and that
 :func:`fairmiss.learners.fair_mip_forest.tree.tree_objective` recomputes,

@@ -37,9 +37,9 @@ class FairMIPForestSpec(_LearnerBase):
     #: binding only for continuous features (HSLS), where the search's time grows about with its square
     search_max_thresholds: Annotated[int, Field(ge=1)] | None = 64
     stratify_batches: bool = True
-    #: how each tree is found: "dp" (default since issue 22) = the exact dynamic program
+    #: how each tree is found: "dp" (the default) = the exact dynamic program
     #: (fairmiss.learners.fair_mip_forest.dp: proven optimum, no solver, no clock); "mip" = warm start + HiGHS
-    #: (time_limit; 0 = the warm start is the tree; the default before issue 22); "search" = the local search alone
+    #: (time_limit; 0 = the warm start is the tree; the earlier default); "search" = the local search alone
     solver: Literal["mip", "dp", "search"] = "dp"
     #: solver "dp": stop after this many root splits with the best tree and a lower bound (None: optimal)
     dp_node_limit: Annotated[int, Field(ge=1)] | None = None
@@ -51,7 +51,7 @@ class FairMIPForestSpec(_LearnerBase):
     def _omit_default_solver_fields(self, handler):
         """Leave ``solver: mip`` and unset DP limits out of dumps: a config that asks for the computation
         configs did before the solver field existed (HiGHS after the warm start) keeps its config hash and
-        cell cache keys. ``solver: dp`` -- the default since issue 22 -- is always written, so every config
+        cell cache keys. ``solver: dp`` (the default) is always written, so every config
         that relied on the old implicit ``mip`` gets a new hash and never reuses results of the old solver."""
         out = handler(self)
         for k, omitted in (("solver", "mip"), ("dp_node_limit", None), ("dp_max_thresholds", None)):

@@ -34,7 +34,7 @@ class OrthogonalSpec(_LearnerBase):
 
 class _ProjectThenFit(ProjectedHead):
     """Deprecated name of :class:`~fairmiss.learners.orthogonal.head.ProjectedHead`, kept so that models logged
-    before issue K load: such a pickle holds the projector and head fitted in place (``projector``, ``head``,
+    before the package move load: such a pickle holds the projector and head fitted in place (``projector``, ``head``,
     ``is_fitted_``); :meth:`__setstate__` maps that state onto ProjectedHead's fitted attributes."""
 
     def __setstate__(self, state):
