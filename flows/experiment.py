@@ -620,7 +620,8 @@ def _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, k
         if cell.key in done:
             run = done[cell.key]
             res = pipeline.reused_result(cell, run.data.params, run.data.metrics, run.info.run_id)
-            log.info("[%d/%d] %s: reused from run %s", n, len(cells), run_name(res), run.info.run_id,
+            log.info("[%d/%d] %s: reused from run %s", n, len(cells),
+                     run_name(res, with_missingness=len(cfg.missingness) > 1), run.info.run_id,
                      extra={"fairmiss_progress": True})
             progress.step(computed=False)
             results.append(res)
@@ -640,7 +641,7 @@ def _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, k
                                 targets=data.label)
         results.append(res)
         eta = progress.step(computed=True)
-        log.info("[%d/%d] %s: %s%s", n, len(cells), run_name(res),
+        log.info("[%d/%d] %s: %s%s", n, len(cells), name,
                  res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}", eta,
                  extra={"fairmiss_progress": True})
 

@@ -13,7 +13,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+if __name__ == "__main__":  # a DVC stage: the user's local Prefect server (started if needed), as `fairmiss run`
+    # finds it, instead of a temporary server per stage; set before Prefect reads its settings at import
+    from flows.server import use_local_server
+
+    use_local_server()
+
+from prefect import flow, get_run_logger  # noqa: E402
 
 from fairmiss.config import DatasetSpec
 from tasks.experiment import acquire_task, prepare_task

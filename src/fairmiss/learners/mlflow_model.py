@@ -42,6 +42,7 @@ from typing import Literal
 
 import numpy as np
 from pydantic import field_validator
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fairmiss._model_loader import model_loader, set_model_loader  # set_model_loader: re-exported (__all__)
 from fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase
@@ -107,23 +108,22 @@ def _load(uri: str, tracking_uri: str | None):
     return loader(uri, tracking_uri)
 
 
-class PrefitModel:
+class PrefitModel(ClassifierMixin, BaseEstimator):
     """A fitted classifier that ``fit`` does not refit: it checks the features and classes and keeps the model.
 
-    ``feature_names`` are the processed table's feature columns (the order of ``X``'s columns)."""
+    ``feature_names`` are the processed table's feature columns (the order of ``X``'s columns). A scikit-learn
+    estimator (``get_params``, ``__sklearn_tags__``), so that MLflow's scikit-learn flavour logs the audited
+    model of each cell without a warning."""
 
     def __init__(self, model, feature_names=None, model_uri: str = ""):
         self.model = model
         self.feature_names = feature_names
         self.model_uri = model_uri
 
-    def get_params(self, deep=True):
-        return {"model": self.model, "feature_names": self.feature_names, "model_uri": self.model_uri}
-
-    def set_params(self, **kw):
-        for k, v in kw.items():
-            setattr(self, k, v)
-        return self
+    def __sklearn_clone__(self):
+        # a clone shares the fitted model (read-only, never refit; as scikit-learn's FrozenEstimator): the default
+        # clone would deep-clone it into an unfitted estimator
+        return type(self)(self.model, self.feature_names, self.model_uri)
 
     def _columns(self, n: int):
         names = getattr(self.model, "feature_names_in_", None)

@@ -107,7 +107,10 @@ def format_table(summary: dict, fairness_metric: str) -> str:
         for m, e in sort_methods(methods, fairness_metric):
             def f(k):
                 mean, se = e.get(f"{k}_mean"), e.get(f"{k}_se")
-                return "n/a" if mean is None else f"{mean:.3f} ± {se or 0:.3f}"
+                if mean is None:
+                    return "n/a"
+                # one split: no standard error exists (never "± 0.000"); MLflow gets no SE metric either
+                return f"{mean:.3f} (1 split)" if se is None else f"{mean:.3f} ± {se:.3f}"
             lines.append(f"  {m:40s} {f('accuracy'):>16s} {f('balanced_accuracy'):>16s} {f(fairness_metric):>24s}")
     return "\n".join(lines)
 
