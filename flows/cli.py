@@ -323,6 +323,17 @@ def _port(text: str) -> int:
 _port.__name__ = "port (1-65535)"  # argparse names the type in its message: "invalid port (1-65535) value"
 
 
+def _seconds(text: str) -> float:
+    """A wait in seconds for argparse: a finite number above 0 and at most a day."""
+    value = float(text)
+    if not 0 < value <= 86400:  # also refuses nan (every comparison is False) and inf
+        raise ValueError(text)
+    return value
+
+
+_seconds.__name__ = "number of seconds (above 0, at most 86400)"
+
+
 def _cmd_worker(args) -> int:
     """``dask worker SCHEDULER [ARGS…]`` in an environment that computes as fairmiss's own processes do: the
     OpenBLAS kernel pinned and one BLAS/OpenMP thread (both set when ``flows`` was imported, before numpy:
@@ -522,7 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("schedules", nargs="?", default="params/schedules.yaml")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
-    p.add_argument("--timeout", type=float, default=120.0,
+    p.add_argument("--timeout", type=_seconds, default=120.0,
                    help="seconds to wait for the local Prefect server to answer when serve starts it")
     p.set_defaults(fn=_cmd_serve)
     p = sub.add_parser("worker", help="a Dask worker for a running cluster that computes as fairmiss does (pinned "
@@ -540,12 +551,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=_cmd_compare)
     p = sub.add_parser("ui", help="MLflow UI for the local store on 127.0.0.1")
     p.add_argument("--port", type=_port, default=5000)
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the server to answer")
+    p.add_argument("--timeout", type=_seconds, default=300.0, help="seconds to wait for the server to answer")
     p.set_defaults(fn=_cmd_ui)
     p = sub.add_parser("server", help="the local Prefect API server reused by every run (start | stop | status)")
     p.add_argument("action", choices=("start", "stop", "status"))
     p.add_argument("--port", type=_port, default=None, help="start: this port (default 4200 when free, else a free one)")
-    p.add_argument("--timeout", type=float, default=120.0, help="start: seconds to wait for the server to answer")
+    p.add_argument("--timeout", type=_seconds, default=120.0, help="start: seconds to wait for the server to answer")
     p.set_defaults(fn=_cmd_server)
     return ap
 

@@ -15,6 +15,9 @@ from flows.cli import main
     (["server", "restart"], "server: argument action: invalid choice: 'restart'"),
     (["run", "--bogus"], "unrecognized arguments: --bogus"),
     (["worker", "not-an-address"], "worker: 'not-an-address' is not a Dask scheduler address"),
+    (["server", "start", "--timeout", "-5"], "invalid number of seconds (above 0, at most 86400) value: '-5'"),
+    (["ui", "--timeout", "nan"], "ui: argument --timeout: invalid number of seconds"),
+    (["serve", "--timeout", "inf"], "serve: argument --timeout: invalid number of seconds"),
 ])
 def test_usage_error_is_one_line(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FAIRMISS_STATE_DIR", str(tmp_path))
