@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -48,6 +49,10 @@ def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = F
 
         for rf in get_variant(cfg.dataset.name).raw_files:
             preflight(rf, kw.get("raw_dir"))
+    if getattr(cfg, "tracking", None) is not None:  # the store usable? (before anything is written or started)
+        from flows.fastcheck import tracking_uri
+
+        check_store(tracking_uri(cfg))
     models = [ln for ln in getattr(cfg, "learners", None) or [] if getattr(ln, "kind", None) == "mlflow_model"]
     if models:  # deployed models to audit: each one loads from its store (reads only; exit 2 otherwise)
         from fairmiss.tracking import load_logged_model
@@ -68,6 +73,48 @@ def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = F
                         "run it again", cfg.experiment, done["results_dir"], done["parent_run_id"])
             return cfg, done
     return cfg, None
+
+
+def check_store(uri: str) -> None:
+    """Refuse, before anything is written, a tracking store the run could not use: a local SQLite store whose
+    directory cannot be written (probed with a temporary file: file modes alone do not tell for root) or is
+    blocked by a file, or a tracking server that does not answer ``/health`` within 10 s. One
+    :class:`~fairmiss.config.ConfigError` in the words of :class:`fairmiss.tracking.TrackingStoreError`;
+    other schemes (a database server) are left to MLflow. Reads only: the probe file is removed at once."""
+    import tempfile
+
+    from fairmiss.config import ConfigError
+
+    if uri.startswith(("http://", "https://")):
+        import urllib.error
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers (an older server without /health, a proxy): MLflow decides
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(f"MLflow tracking store {uri}: the tracking server did not answer at "
+                              f"{uri.rstrip('/')}/health: {reason}") from None
+    if not uri.startswith("sqlite:///"):
+        return
+    db = Path(uri[len("sqlite:///"):].split("?", 1)[0]).resolve()
+    where = next((d for d in [db.parent, *db.parent.parents] if d.exists()), None)
+    if where is None:
+        return
+    if not where.is_dir():
+        raise ConfigError(f"MLflow tracking store {db}: a path component is a file, not a directory: {where}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".fairmiss-probe-", dir=where)
+        os.close(fd)
+        os.unlink(probe)
+        if db.exists():
+            with open(db, "r+b"):
+                pass
+    except OSError as exc:
+        raise ConfigError(f"MLflow tracking store {db}: it is not writable: {type(exc).__name__}: {exc}") from None
 
 
 def start_flow(cfg, config_path: str | Path, *, quick: bool = False, force: bool = False, **kw) -> dict:

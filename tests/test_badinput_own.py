@@ -26,6 +26,18 @@ BASE = yaml.safe_load((EXAMPLE / "credit.yaml").read_text())
 ROWS = list(csv.reader(io.StringIO((EXAMPLE / "credit.csv").read_text())))
 
 
+@pytest.fixture(autouse=True)
+def _own_variants_forgotten():
+    """Parsing an own-data config registers its variant in this process's dataset registry; forget the ones
+    these tests register, so later tests (e.g. the generated kinds page) see the registry as a fresh process."""
+    from fairmiss.datasets import registry
+
+    before = dict(registry._REGISTRY)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(before)
+
+
 def _csv(rows) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows(rows)
@@ -155,3 +167,58 @@ def test_yaml_limits_leave_real_configs_alone():
 
     for p in sorted((ROOT / "params").rglob("*.yaml")) + sorted((ROOT / "examples").rglob("*.yaml")):
         assert isinstance(read_yaml(p), dict), p
+
+
+def test_sensitive_features_needs_a_fit_that_takes_them():
+    """``sensitive_features: true`` on an estimator whose fit / predict take no such argument is refused at parse
+    (every cell failed inside the flow before)."""
+    from pydantic import ValidationError
+
+    from fairmiss.learners.estimator import EstimatorSpec
+
+    with pytest.raises(ValidationError, match=r"LogisticRegression\.fit\(\) takes no 'sensitive_features'"):
+        EstimatorSpec(estimator="sklearn.linear_model.LogisticRegression", sensitive_features=True)
+    # fairlearn's convention is accepted, and so is an estimator without the flag
+    from sklearn.linear_model import LogisticRegression
+
+    EstimatorSpec(estimator="fairlearn.postprocessing.ThresholdOptimizer", sensitive_features=True,
+                  params={"estimator": LogisticRegression()})
+    EstimatorSpec(estimator="sklearn.linear_model.LogisticRegression")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_store_checked_before_anything_is_written(tmp_path):
+    """flows.run.check_store: a SQLite store blocked by a file, a server that does not answer — one line each;
+    a usable store passes and the probe leaves nothing behind."""
+    from flows.run import check_store
+
+    (tmp_path / "mlruns").write_text("not a directory")
+    with pytest.raises(ConfigError, match="a path component is a file, not a directory"):
+        check_store(f"sqlite:///{tmp_path / 'mlruns' / 'sub' / 'mlflow.db'}")
+    port = _free_port()
+    with pytest.raises(ConfigError, match=rf"MLflow tracking store http://127.0.0.1:{port}: the tracking server "
+                                          "did not answer"):
+        check_store(f"http://127.0.0.1:{port}")
+    good = tmp_path / "store"
+    good.mkdir()
+    check_store(f"sqlite:///{good / 'mlflow.db'}")
+    assert list(good.iterdir()) == []
+
+
+CLI_STORE = [
+    BadInput("cli-tracking-server-down", ["run", X], ["tracking server did not answer"],
+             files={X: yaml.safe_dump({**_cfg("own.csv"), "tracking": {"uri": "http://127.0.0.1:9"}}),
+                    "own.csv": (EXAMPLE / "credit.csv").read_text()}, timeout=120),
+]
+
+
+@pytest.mark.parametrize("case", CLI_STORE, ids=[c.id for c in CLI_STORE])
+def test_store_refused_by_the_command(case, tmp_path):
+    check(case, tmp_path)

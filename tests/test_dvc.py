@@ -45,8 +45,8 @@ FORCED = ("compas_default", "own_data_credit", "study_003_decile_compas", "study
 def _metrics_dir(stage: str) -> str:
     """The ``results/<dir>`` a stage writes its metrics.json to (from dvc.yaml)."""
     spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]
-    outs = [next(iter(o)) if isinstance(o, dict) else o for o in spec.get("outs", [])]
-    return next(o.split("/")[1] for o in outs if o.endswith("metrics.json"))
+    outs = [next(iter(o)) if isinstance(o, dict) else o for o in spec.get("outs", []) + spec.get("metrics", [])]
+    return next(o.split("/")[1] for o in outs if o.endswith("metrics.json"))  # under outs or under metrics
 
 
 def _run(cmd, cwd, env, timeout=TIMEOUT):

@@ -70,6 +70,12 @@ class EstimatorSpec(_LearnerBase):
         kind = getattr(t, "estimator_type", None) if t is not None else None
         if kind in _NOT_CLASSIFIER:
             raise ValueError(f"estimator: {self.estimator!r} is a {kind}, not a classifier")
+        if self.sensitive_features:
+            for method in ("fit", "predict"):
+                if not _takes_keyword(getattr(est, method), "sensitive_features"):
+                    raise ValueError(f"sensitive_features: true, but {type(est).__name__}.{method}() takes no "
+                                     "'sensitive_features' argument (the fairlearn convention); set it to false, "
+                                     "or use an estimator whose fit and predict take the group")
         return self
 
     @property
@@ -96,6 +102,17 @@ class EstimatorSpec(_LearnerBase):
     def wrappable_by_mi(self) -> bool:
         """The multiple imputer can wrap it: ``predict_proba`` and no group at fit / predict."""
         return not self.sensitive_features and hasattr(self.instance(), "predict_proba")
+
+
+def _takes_keyword(fn, name: str) -> bool:
+    """Whether ``fn`` accepts the keyword ``name`` (named, or through ``**kwargs``); unknown signatures: yes."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def _estimator(spec, seed, threads):
