@@ -1,14 +1,18 @@
-"""MkDocs hook: the command-line page's option reference, generated from ``flows.cli.build_parser``.
+"""MkDocs hooks: the command-line page's option reference, generated from ``flows.cli.build_parser``, and the
+docstrings' Sphinx cross-reference roles shown as code.
 
 ``mkdocs.yml`` lists this file under ``hooks:``. The marker ``<!-- fairmiss-cli-help -->`` in a page is
 replaced by one section per ``fairmiss`` sub-command holding its ``--help`` text, so the page cannot drift
-from the parser.
+from the parser. The docstrings use Sphinx roles (``:class:`~fairmiss.tracking.Tracker```), which
+mkdocstrings renders as text followed by code (":class:" then ``~fairmiss.tracking.Tracker``); each rendered
+page shows them as the code alone, and a leading ``~`` as Sphinx does (the last name only).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -35,3 +39,15 @@ def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001
     if MARKER in markdown:
         markdown = markdown.replace(MARKER, _help_sections())
     return markdown
+
+
+_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|data|attr|exc|obj|const|func):<code>(~?)([^<]*)</code>")
+
+
+def _role(m: re.Match) -> str:
+    target = m.group(2)
+    return f"<code>{target.rsplit('.', 1)[-1] if m.group(1) else target}</code>"
+
+
+def on_post_page(output: str, page, config) -> str:  # noqa: ARG001 (MkDocs hook signature)
+    return _ROLE.sub(_role, output)

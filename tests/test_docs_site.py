@@ -26,6 +26,8 @@ def test_mkdocs_build_strict(tmp_path):
     api = (site / "api" / "index.html").read_text()
     # mkdocstrings rendered the docstrings: flows.api's objects and the library's metrics functions
     assert "doc-object" in api and "RunResult" in api and "evaluate" in api
+    # Sphinx roles in the docstrings are shown as code, not as ":class:" text
+    assert ":class:<code>" not in api and ":func:<code>" not in api and "<code>~" not in api
     estimators = (site / "api-estimators" / "index.html").read_text()
     assert "FairMIPForestClassifier" in estimators and "BuDROClassifier" in estimators
 
