@@ -40,7 +40,9 @@ from sklearn.utils.estimator_checks import estimator_checks_generator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairmiss.impute.knn import TieAwareKNNImputer
-from fairmiss.learners.build import _FitThenEqualise, _ProjectThenFit, _SensitiveLast
+from fairmiss.learners.equality_trees.spec import _FitThenEqualise
+from fairmiss.learners.orthogonal.head import ProjectedHead
+from fairmiss.learners.zafar import _SensitiveLast
 from fairmiss.learners.budro.boosting import BuDROClassifier, ProjectClassifier, ReweighingClassifier
 from fairmiss.learners.equality_trees.eqtree import EqualityConstrainedTrees
 from fairmiss.learners.orthogonal.projection import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
@@ -155,8 +157,8 @@ ESTIMATORS = [
     WithGroups(ProjectClassifier(n_estimators=5, random_state=0), fit_kw="protected_columns", binary=True),
     # fairmiss.learners.build' wrappers, as make_learner builds them
     WithGroups(_GroupAsKeyword(_SensitiveLast(make_pipeline(StandardScaler(), ZAFAR))), binary=True),
-    WithGroups(_GroupAsKeyword(_ProjectThenFit(OrthogonalGroupSVD(n_components=2, random_state=0),
-                                               LogisticRegression())), predict_groups=True),
+    WithGroups(_GroupAsKeyword(ProjectedHead(OrthogonalGroupSVD(n_components=2, random_state=0),
+                                             LogisticRegression())), predict_groups=True),
     WithGroups(_GroupAsKeyword(_FitThenEqualise(DecisionTreeClassifier(max_depth=3, random_state=0),
                                                 EqualityConstrainedTrees())), binary=True),
 ]
@@ -199,7 +201,7 @@ EXPECTED_FAILURES: dict[str, dict[str, str]] = {
     "WithGroups>ReweighingClassifier": _LABELS01,
     "WithGroups>BuDROClassifier": _LABELS01,
     "WithGroups>ProjectClassifier": {**_LABELS01, "check_classifiers_train": _REMOVES_X0},
-    "WithGroups>_GroupAsKeyword>_ProjectThenFit": {**_N_COMPONENTS, "check_classifiers_train": _REMOVES_X0},
+    "WithGroups>_GroupAsKeyword>ProjectedHead": {**_N_COMPONENTS, "check_classifiers_train": _REMOVES_X0},
     "WithGroups>_GroupAsKeyword>_FitThenEqualise": _NO_VALIDATION,
 }
 

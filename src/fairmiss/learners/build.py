@@ -10,15 +10,6 @@ from __future__ import annotations
 
 import fairmiss.learners.specs  # noqa: F401  (imports every kind's module: each registers its spec and factory)
 from fairmiss.learners.adapter import LEARNER_KINDS, Learner
-# the wrappers and factories that were defined here, re-exported (models logged before the package move name them)
-from fairmiss.learners.baselines import _group_covariate, _hgb, _logreg, _lr, _rf, _tree, _xgb  # noqa: F401
-from fairmiss.learners.budro.spec import (_budro, _project, _protected_idx, _ProtectedFit,  # noqa: F401
-                                          _reweigh, _xgb_kw)
-from fairmiss.learners.equality_trees.spec import _eqtree, _FitThenEqualise  # noqa: F401
-from fairmiss.learners.fair_mip_forest.spec import _fair_mip  # noqa: F401
-from fairmiss.learners.fairlearn_baselines import _base, _expgrad, _threshold  # noqa: F401
-from fairmiss.learners.orthogonal.spec import _orthogonal, _ProjectThenFit  # noqa: F401
-from fairmiss.learners.zafar import _SensitiveLast, _zafar  # noqa: F401
 
 __all__ = ["make_learner", "LEARNERS", "Learner"]
 

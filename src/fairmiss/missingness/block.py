@@ -18,6 +18,7 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from fairmiss._spec import Rate, SafeLabel, _Strict
+from fairmiss.missingness._base import MissingnessError
 from fairmiss.missingness.kinds import MISSINGNESS_KINDS
 
 __all__ = ["MCARBlock"]
@@ -48,8 +49,6 @@ def _row_rates(kw, group) -> np.ndarray:
     rates = {int(k): float(v) for k, v in kw["rates_by_group"].items()}
     missing = sorted(set(np.unique(group).astype(int).tolist()) - set(rates))
     if missing:
-        from fairmiss.missingness.mechanisms import MissingnessError
-
         raise MissingnessError(f"mcar_block '{kw.get('name', '')}': no rate for group(s) {missing}")
     return np.array([rates[int(g)] for g in group])
 
@@ -57,8 +56,6 @@ def _row_rates(kw, group) -> np.ndarray:
 def block(X: pd.DataFrame, kw: dict, *, group, rng: np.random.Generator):
     absent = [c for c in kw["columns"] if c not in X.columns]
     if absent:
-        from fairmiss.missingness.mechanisms import MissingnessError
-
         raise MissingnessError(f"mcar_block: column(s) {absent} not in the data")
     rows = rng.random(len(X)) < _row_rates(kw, group)
     mask = pd.DataFrame(False, index=X.index, columns=X.columns)

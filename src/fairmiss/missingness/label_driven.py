@@ -22,6 +22,7 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from fairmiss._spec import Rate, SafeLabel, _Strict
+from fairmiss.missingness._base import MissingnessError
 from fairmiss.missingness.kinds import MISSINGNESS_KINDS
 
 __all__ = ["LabelDriven", "cell_rates"]
@@ -52,8 +53,6 @@ class LabelDriven(_Strict):
 
 
 def _error(msg: str):
-    from fairmiss.missingness.mechanisms import MissingnessError
-
     return MissingnessError(f"label_driven: {msg}")
 
 

@@ -17,7 +17,9 @@ import pandas as pd
 from pydantic import field_validator
 
 from fairmiss._spec import SafeLabel, _Strict
+from fairmiss.missingness._base import MissingnessError
 from fairmiss.missingness.kinds import MISSINGNESS_KINDS
+from fairmiss.missingness.mechanisms import check_mask, inject, masked_columns
 
 __all__ = ["Shift", "sub_spec"]
 
@@ -53,8 +55,6 @@ class Shift(_Strict):
 
 
 def columns(kw: dict) -> list[str]:
-    from fairmiss.missingness.mechanisms import masked_columns
-
     out = []
     for part in ("train", "test"):
         out += [c for c in masked_columns(sub_spec(kw[part], part)) if c not in out]
@@ -62,8 +62,6 @@ def columns(kw: dict) -> list[str]:
 
 
 def _rows(test_rows, n: int) -> np.ndarray:
-    from fairmiss.missingness.mechanisms import MissingnessError
-
     t = np.asarray(test_rows, dtype=bool)
     if t.shape != (n,):
         raise MissingnessError(f"shift: test_rows has shape {t.shape}, the data {n} rows")
@@ -71,8 +69,6 @@ def _rows(test_rows, n: int) -> np.ndarray:
 
 
 def build(X: pd.DataFrame, kw: dict, *, group, rng: np.random.Generator, label, test_rows):
-    from fairmiss.missingness.mechanisms import inject
-
     t = _rows(test_rows, len(X))
     group, label = np.asarray(group), np.asarray(label)
     M = np.zeros(X.shape, dtype=bool)
@@ -91,8 +87,6 @@ def build(X: pd.DataFrame, kw: dict, *, group, rng: np.random.Generator, label, 
 
 
 def check(mask: pd.DataFrame, kw: dict, group, *, label, test_rows, original, masked) -> list[str]:
-    from fairmiss.missingness.mechanisms import check_mask
-
     t = _rows(test_rows, len(mask))
     group, label = np.asarray(group), np.asarray(label)
     problems = []

@@ -32,18 +32,6 @@ class OrthogonalSpec(_LearnerBase):
     n_estimators: Annotated[int, Field(ge=1)] = 500
 
 
-class _ProjectThenFit(ProjectedHead):
-    """Deprecated name of :class:`~fairmiss.learners.orthogonal.head.ProjectedHead`, kept so that models logged
-    before the package move load: such a pickle holds the projector and head fitted in place (``projector``, ``head``,
-    ``is_fitted_``); :meth:`__setstate__` maps that state onto ProjectedHead's fitted attributes."""
-
-    def __setstate__(self, state):
-        if state.get("is_fitted_") and "projector_" not in state:
-            state = {**state, "projector_": state["projector"], "head_": state["head"],
-                     "classes_": state["head"].classes_}
-        super().__setstate__(state)
-
-
 def _orthogonal(spec, seed, threads):
     from fairmiss.learners.orthogonal.projection import OrthogonalGroupSVD, SparseOrthogonalGroupSVD
 

@@ -1,0 +1,101 @@
+"""What the missingness kind modules share (a leaf): the error type, argument checks, the mask helpers,
+the binomial tolerance of the realised-rate gates and :func:`mask_summary`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["MissingnessError", "apply_mask", "as_kw", "check_columns", "check_rate", "empty_mask",
+           "logistic_intercept", "mask_summary", "rate_problems", "tolerance"]
+
+
+class MissingnessError(ValueError):
+    pass
+
+
+def as_kw(spec) -> dict:
+    """A spec as the keyword dictionary the kinds' functions read: a config model dumped without its
+    name, a mapping copied."""
+    if hasattr(spec, "model_dump"):
+        return spec.model_dump(exclude={"name"})
+    return dict(spec)
+
+
+def check_columns(X: pd.DataFrame, cols) -> None:
+    missing = [c for c in cols if c not in X.columns]
+    if missing:
+        raise MissingnessError(f"missingness refers to unknown column(s) {missing}; columns are {list(X.columns)}")
+
+
+def check_rate(rate, what: str) -> float:
+    try:
+        r = float(rate)
+    except (TypeError, ValueError):
+        raise MissingnessError(f"{what}: rate must be a number in [0, 1], got {rate!r}") from None
+    if not 0.0 <= r <= 1.0:
+        raise MissingnessError(f"{what}: rate must be in [0, 1], got {rate!r}")
+    return r
+
+
+def apply_mask(X: pd.DataFrame, mask: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(X with the masked entries set to NaN, mask)``; the columns with a masked entry become float64."""
+    Xm = X.copy()
+    for c in mask.columns:
+        if mask[c].any():
+            Xm[c] = Xm[c].astype("float64").mask(mask[c].to_numpy())
+    return Xm, mask
+
+
+def empty_mask(X: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(False, index=X.index, columns=X.columns)
+
+
+def logistic_intercept(score: np.ndarray, rate: float) -> float:
+    """The intercept a (bisection) with mean σ(score + a) = ``rate``."""
+    lo, hi = -50.0, 50.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if (1 / (1 + np.exp(-(score + mid)))).mean() < rate:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def tolerance(p, n):
+    """4 binomial standard errors of a share ``p`` over ``n`` draws, plus 1/n (the gates' tolerance)."""
+    return 4 * np.sqrt(p * (1 - p) / max(n, 1)) + 1 / max(n, 1)
+
+
+def rate_problems(mask: pd.DataFrame, rates: Mapping[str, float]) -> list[str]:
+    """Realised missing rate of each column (in sorted order) against its configured rate, within
+    :func:`tolerance` (independent Bernoulli(p_i) draws with mean p have variance at most p(1 - p)/n)."""
+    problems = []
+    n = len(mask)
+    for c in sorted(rates):
+        p = rates[c]
+        realised = float(mask[c].mean()) if n else 0.0
+        if abs(realised - p) > tolerance(p, n):
+            problems.append(f"column '{c}': realised missing rate {realised:.3f} vs configured {p}")
+    return problems
+
+
+def mask_summary(mask: pd.DataFrame, group: np.ndarray) -> pd.DataFrame:
+    """Per column and group: n, n_missing, ``missing_rate_given_group`` and ``group_share_among_missing``."""
+    group = np.asarray(group)
+    rows = []
+    for c in mask.columns:
+        m = mask[c].to_numpy()
+        total_missing = int(m.sum())
+        for s in np.unique(group):
+            sel = group == s
+            k = int(m[sel].sum())
+            rows.append({
+                "column": c, "group": int(s), "n": int(sel.sum()), "n_missing": k,
+                "missing_rate_given_group": k / max(int(sel.sum()), 1),
+                "group_share_among_missing": k / total_missing if total_missing else 0.0,
+            })
+    return pd.DataFrame(rows)

@@ -1,8 +1,0 @@
-"""Deprecated alias of :mod:`fairmiss.learners.fair_mip_forest.tree` (the layout before the package move).
-
-Kept for one release so that models logged to MLflow under the old module paths still unpickle;
-new code imports :mod:`fairmiss.learners.fair_mip_forest.tree`."""
-
-from fairmiss._compat import alias_module
-
-alias_module(__name__, "fairmiss.learners.fair_mip_forest.tree")
