@@ -39,7 +39,7 @@ def test_reweigh_learner_weights_come_from_the_protected_columns():
     direct = ReweighingClassifier(n_estimators=10, learning_rate=0.005, max_depth=4, min_child_weight=1 / 80,
                                   reg_lambda=1.0, random_state=1).fit(X.to_numpy(), y,
                                                                       sensitive_features=X[["sex"]].to_numpy())
-    np.testing.assert_array_equal(ln.estimator.est.sample_weight_, direct.sample_weight_)
+    np.testing.assert_array_equal(ln.estimator.est_.sample_weight_, direct.sample_weight_)
     np.testing.assert_array_equal(ln.estimator.predict(X.to_numpy()), direct.predict(X.to_numpy()))
 
 
@@ -51,7 +51,7 @@ def test_budro_fair_metric_regularisation_from_config(knob, expected):
                                  "ot_method": "dual", **knob})
     ln = make_learner(spec, seed=0, feature_names=list(X.columns))
     ln.fit(X.to_numpy(), y, None)
-    assert ln.estimator.est.fair_metric_.logistic_C == pytest.approx(expected)
+    assert ln.estimator.est_.fair_metric_.logistic_C == pytest.approx(expected)
 
 
 def test_bad_specs_are_clear_errors():

@@ -101,7 +101,7 @@ def test_compas_config_wiring_runs_one_cheap_cell(mirror, tmp_path):
         assert res.metrics["tpr_difference_by_sex"] == by_sex["tpr_difference"]
         assert res.metrics["gap_rms"] <= res.metrics["equalized_odds_difference"] + 1e-15
         if ln.label == "BuDRO":
-            est = res.model.named_steps["learner"].est
+            est = res.model.named_steps["learner"].est_
             assert est.candidates_ == "all" and len(est.history_["robust_loss"]) == 3
             assert max(est.history_["budget_used"]) <= 1 + 1e-9
             Z = est.fair_metric_.project(np.eye(7))

@@ -86,7 +86,7 @@ import numpy as np
 from pydantic import Field
 from scipy.optimize import minimize
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -572,22 +572,23 @@ def _zafar(spec, seed, threads):
 
 
 class _SensitiveLast(ClassifierMixin, BaseEstimator):
-    """Route ``sensitive_features`` to the last step of a scaling pipeline."""
+    """Route ``sensitive_features`` to the last step of a scaling pipeline; ``fit`` fits a clone, ``pipe_``."""
 
     def __init__(self, pipe):
         self.pipe = pipe
 
     def fit(self, X, y, sensitive_features):
-        Xs = self.pipe[:-1].fit_transform(X)
-        self.pipe[-1].fit(Xs, y, sensitive_features=sensitive_features)
-        self.is_fitted_ = True
+        self.pipe_ = clone(self.pipe)
+        Xs = self.pipe_[:-1].fit_transform(X)
+        self.pipe_[-1].fit(Xs, y, sensitive_features=sensitive_features)
+        self.classes_ = self.pipe_[-1].classes_
         return self
 
     def predict(self, X):
-        return self.pipe.predict(X)
+        return self.pipe_.predict(X)
 
     def predict_proba(self, X):
-        return self.pipe.predict_proba(X)
+        return self.pipe_.predict_proba(X)
 
 
 LEARNER_KINDS.register("zafar", ZafarSpec, _zafar, needs_groups=True, family="zafar")

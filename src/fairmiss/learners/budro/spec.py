@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase
 
@@ -112,7 +112,7 @@ class _ProtectedFit(ClassifierMixin, BaseEstimator):
     ``mode="metric"`` (BuDRO, Project): ``fit(X, y, protected_columns=...)``, or with ``metric_C`` /
     ``metric_l2`` a :class:`~fairmiss.learners.budro.fair_metric.FairMetric` with that regularisation is fitted on
     the same rows first and passed as ``fair_metric=``. ``mode="reweigh"``: the columns' values are the
-    ``sensitive_features`` of the reweighing.
+    ``sensitive_features`` of the reweighing. ``est`` stays unfitted; ``fit`` fits a clone, ``est_``.
     """
 
     def __init__(self, est, protected_idx, *, mode="metric", metric_C=None, metric_l2=None):
@@ -123,25 +123,28 @@ class _ProtectedFit(ClassifierMixin, BaseEstimator):
         self.metric_l2 = metric_l2
 
     def fit(self, X, y):
+        self.est_ = clone(self.est)
         if self.mode == "reweigh":
-            self.est.fit(X, y, sensitive_features=np.asarray(X, dtype=float)[:, self.protected_idx])
+            self.est_.fit(X, y, sensitive_features=np.asarray(X, dtype=float)[:, self.protected_idx])
         elif self.metric_C is None and self.metric_l2 is None:
-            self.est.fit(X, y, protected_columns=self.protected_idx)
+            self.est_.fit(X, y, protected_columns=self.protected_idx)
         else:
             from fairmiss.learners.budro.fair_metric import FairMetric
 
             C = self.metric_C if self.metric_C is not None else 1.0 / (self.metric_l2 * len(y))
             fm = FairMetric(logistic_C=C).fit(X, protected_columns=self.protected_idx,
-                                              kind=getattr(self.est, "protected_kind", "auto"))
-            self.est.fit(X, y, fair_metric=fm)
-        self.is_fitted_ = True
+                                              kind=getattr(self.est_, "protected_kind", "auto"))
+            self.est_.fit(X, y, fair_metric=fm)
+        self.classes_ = getattr(self.est_, "classes_", None)
+        if self.classes_ is None:
+            self.classes_ = np.unique(np.asarray(y))
         return self
 
     def predict(self, X):
-        return self.est.predict(X)
+        return self.est_.predict(X)
 
     def predict_proba(self, X):
-        return self.est.predict_proba(X)
+        return self.est_.predict_proba(X)
 
 
 LEARNER_KINDS.register("budro", BuDROSpec, _budro, needs_feature_names=True, family="budro")

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
@@ -45,21 +45,22 @@ def _eqtree(spec, seed, threads):
 
 
 class _FitThenEqualise(ClassifierMixin, BaseEstimator):
-    """Fit a tree model, then equalise group means of its scores on the training split (003)."""
+    """Fit a tree model, then equalise group means of its scores on the training split (003). The constructor's
+    estimators stay unfitted (scikit-learn's convention): ``fit`` fits clones, ``base_`` and ``post_``."""
 
     def __init__(self, base, post):
         self.base = base
         self.post = post
 
     def fit(self, X, y, sensitive_features):
-        self.base.fit(X, y)
-        self.post.set_params(estimator=self.base)
-        self.post.fit(X, sensitive_features=sensitive_features)
-        self.is_fitted_ = True
+        self.base_ = clone(self.base).fit(X, y)
+        self.post_ = clone(self.post).set_params(estimator=self.base_)
+        self.post_.fit(X, sensitive_features=sensitive_features)
+        self.classes_ = self.base_.classes_
         return self
 
     def predict_proba(self, X):
-        return self.post.predict_proba(X)
+        return self.post_.predict_proba(X)
 
     def predict(self, X):
         return (np.asarray(self.predict_proba(X))[:, 1] >= 0.5).astype(int)
