@@ -7,7 +7,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
-from pydantic import Field, field_validator, model_serializer, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_serializer, model_validator
+from pydantic_core import PydanticCustomError
 
 from fairmiss.io import stable_hash
 from fairmiss._spec import SafeName, _Strict
@@ -15,7 +16,7 @@ from fairmiss.missingness.specs import NoMissingness, MissingnessSpec
 from fairmiss.impute.specs import ImputerSpec
 from fairmiss.learners.specs import LearnerSpec, NATIVE_MISSING, MI_LEARNERS
 import fairmiss.metrics  # noqa: F401,E402  (imports every metric module: added metrics register themselves)
-from fairmiss.metrics.kinds import COUNT_METRICS
+from fairmiss.metrics.kinds import COUNT_METRICS, fairness_choices
 
 __all__ = ["Cell", "DatasetSpec", "ExecutionSpec", "ExperimentConfig", "METRICS", "missingness_label", "ReferenceSpec",
            "SplitSpec", "TrackingSpec"]
@@ -106,6 +107,29 @@ METRICS = Literal[(
 )]
 
 
+def _one_of(choices) -> str:
+    """``'a', 'b' or 'c'``: the choices as pydantic lists a Literal's."""
+    shown = [repr(c) for c in choices]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _known_fairness_metric(v):
+    choices = fairness_choices()
+    if v not in choices:  # the error a Literal of the choices gives
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": _one_of(choices)})
+    return v
+
+
+def _fairness_metric_schema(schema: dict) -> None:
+    schema["enum"] = list(fairness_choices())
+
+
+#: a config's fairness gap: one of the gaps of the metric table with ``choice=True``
+#: (fairmiss.metrics.kinds.fairness_choices), checked when a config is validated so that an added gap is accepted
+FairnessMetric = Annotated[str, BeforeValidator(_known_fairness_metric),
+                           Field(json_schema_extra=_fairness_metric_schema)]
+
+
 #: tracking URI schemes MLflow 3 can use as a tracking store (the plain file store is refused by MLflow 3)
 TRACKING_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks")
 
@@ -176,8 +200,7 @@ class ExperimentConfig(_Strict):
     metrics: list[METRICS] = Field(
         default_factory=lambda: ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"]
     )
-    fairness_metric: Literal["fnr_difference", "fpr_difference", "equalized_odds_difference",
-                             "demographic_parity_difference", "accuracy_difference"] = "fnr_difference"
+    fairness_metric: FairnessMetric = "fnr_difference"
     tracking: TrackingSpec = TrackingSpec()
     execution: ExecutionSpec = ExecutionSpec()
 

@@ -1,7 +1,7 @@
 """Every registered kind on one page: ``fairmiss validate --kinds`` prints it, ``docs/kinds.md`` is it.
 
 For each family (dataset, missingness mechanism, imputer, learner, metric) the kinds with their config
-fields (type and default), flags and the module that defines them — generated from the registries, so
+fields (type and default), flags and the module that defines them, and the metric table (fairness gaps) — generated from the registries, so
 it lists added kinds and plugins too and never goes stale (``tests/test_kinds_doc.py`` holds
 ``docs/kinds.md`` equal to :func:`describe_kinds`).
 """
@@ -80,4 +80,29 @@ def describe_kinds() -> str:
               + (", ".join(f"`{m}` (`{fn.__module__}`)" for m, fn in sorted(COUNT_METRICS.items())) or "—")
               + ". Each is reported overall, per group (`<metric>_group_<g>`), as `<metric>_difference` and "
               "`<metric>_ratio`.", ""]
+    lines += _metric_table()
     return "\n".join(lines)
+
+
+def _metric_table() -> list[str]:
+    from fairmiss.metrics.kinds import METRIC_TABLE
+
+    lines = ["## Fairness gaps and reported rates (`fairness_metric: ...`)", "",
+             "The metric table: a gap with `choice` can be a config's `fairness_metric`; `needs` are the label values "
+             "every group must have (data lacking them are refused before any model is fitted); `summary` metrics "
+             "are summarised per method (`metrics.json`, `cells.csv`); `group_bars` rates are drawn per group in "
+             "the report.", "",
+             "| metric | kind | name | better | computed as | needs | flags | module |",
+             "|---|---|---|---|---|---|---|---|"]
+    for m in METRIC_TABLE.values():
+        if m.kind == "rate":
+            how = "per group"
+        elif m.rate:
+            how = f"max − min of `{m.rate}`"
+        else:
+            how = "computed from " + (", ".join(f"`{r}_difference`" for r in m.uses) or "the other metrics")
+        needs = ", ".join({0: "negatives", 1: "positives"}[c] for c in m.needs) or "—"
+        flags = ", ".join(f for f in ("choice", "summary", "group_bars") if getattr(m, f)) or "—"
+        lines.append(f"| `{m.name}` | {m.kind} | {m.label} | {m.better or '—'} | {how} | {needs} | {flags} | "
+                     f"`{m.module}` |")
+    return lines + [""]

@@ -29,11 +29,16 @@ __all__ = ["DataValidationError", "ValidationReport", "validate_table", "build_e
 #: bounds of the finiteness expectation on every numeric feature without a declared range
 FINITE_MAX = float(np.finfo(np.float64).max)
 
-#: which label classes each configured fairness metric needs in *every* group (spec 000 §1.1): the FNR
-#: (and TPR) gap is undefined for a group without positives, the FPR gap for a group without negatives
-METRIC_NEEDS = {"fnr_difference": (1,), "tpr_difference": (1,), "fpr_difference": (0,),
-                "equalized_odds_difference": (0, 1), "equalized_odds_sum": (0, 1), "gap_rms": (0, 1),
-                "demographic_parity_difference": (), "accuracy_difference": ()}
+
+def __getattr__(name):
+    # METRIC_NEEDS: which label classes each fairness gap needs in *every* group (spec 000 §1.1), read from
+    # the metric table when asked (fairmiss.metrics.kinds.metric_needs); imported lazily, so that importing
+    # the datasets package does not import the metrics stack
+    if name == "METRIC_NEEDS":
+        from fairmiss.metrics.kinds import metric_needs
+
+        return metric_needs()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class DataValidationError(ValueError):
@@ -202,7 +207,7 @@ def check_groups(df: pd.DataFrame, group: str, label: str, *, where: str, fairne
       reported as perfectly fair: a difference over one group is 0.0 in fairlearn);
     * fewer than two label classes (no classifier can be trained or evaluated);
     * with ``fairness_metric`` (and a binary label): a group lacking the label class the metric needs
-      (:data:`METRIC_NEEDS`; e.g. no positives for ``fnr_difference``).
+      (:func:`fairmiss.metrics.kinds.metric_needs`; e.g. no positives for ``fnr_difference``).
 
     Raises :class:`~fairmiss.datasets.registry.DatasetError` (one line: ``where`` — the dataset and its raw
     files, or the split —, the column, the counts). A single *test* split lacking a class is not an
@@ -223,7 +228,9 @@ def check_groups(df: pd.DataFrame, group: str, label: str, *, where: str, fairne
                            f"in all {len(df)} rows")
     if fairness_metric is None or not binary_label:
         return
-    need = METRIC_NEEDS.get(fairness_metric, ())
+    from fairmiss.metrics.kinds import metric_needs
+
+    need = metric_needs().get(fairness_metric, ())
     counts = pd.crosstab(g, y)
     for cls in need:
         for lv in sorted(levels, key=str):

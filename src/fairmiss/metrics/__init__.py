@@ -48,7 +48,7 @@ from fairmiss.metrics.rates import (PRED_METRICS, auc, balanced_accuracy, binary
                                     fn_share, fnr, fp_share, fpr, from_counts, group_counts, rate,
                                     selection_rate, tnr, tpr)
 
-from fairmiss.metrics.kinds import COUNT_METRICS
+from fairmiss.metrics.kinds import COUNT_METRICS, derive_gaps, fairness_choices, gap_rates
 from fairmiss.metrics.rates import _cm
 
 logger = logging.getLogger(__name__)
@@ -68,8 +68,16 @@ __all__ = ["evaluate", "evaluate_reference", "group_confusion_matrices", "FAIRNE
 _rate, _binary, _from_counts, _gap, _PRED_METRICS = rate, binary, from_counts, between_groups, PRED_METRICS
 _ = (auc, balanced_accuracy, error, fn_share, fnr, fp_share, fpr, selection_rate, tnr, tpr)  # re-exported
 
-FAIRNESS_METRICS = ("fnr_difference", "fpr_difference", "equalized_odds_difference",
-                    "demographic_parity_difference", "accuracy_difference")
+#: per-group rates every evaluation computes, whatever ``metrics`` lists (besides those the registered gaps need)
+_ALWAYS = frozenset({"fpr", "fnr", "tpr", "selection_rate", "accuracy", "fn_share", "fp_share"})
+
+
+def __getattr__(name):
+    # FAIRNESS_METRICS: the gaps a config may name as its fairness_metric, read from the metric table
+    # (fairmiss.metrics.kinds) when asked, so that it lists gaps registered after this import too
+    if name == "FAIRNESS_METRICS":
+        return fairness_choices()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _auc_ranks(y, score) -> float:
@@ -95,7 +103,7 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
     y_pred = _binary(y_pred, "y_pred")
     group = np.asarray(group)
     wanted = list(metrics or ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"])
-    needed = set(wanted) | {"fpr", "fnr", "tpr", "selection_rate", "accuracy", "fn_share", "fp_share"}
+    needed = set(wanted) | _ALWAYS | gap_rates()
     needed.discard("auc")
     unknown = needed - set(_PRED_METRICS) - set(COUNT_METRICS)
     if unknown:
@@ -160,7 +168,7 @@ def evaluate_reference(y_true, y_pred, group, *, y_score=None, metrics=None) -> 
     y_pred = np.asarray(y_pred).astype(int)
     group = np.asarray(group)
     wanted = list(metrics or ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"])
-    needed = set(wanted) | {"fpr", "fnr", "tpr", "selection_rate", "accuracy", "fn_share", "fp_share"}
+    needed = set(wanted) | _ALWAYS | gap_rates()
     needed.discard("auc")
     fns = {k: _PRED_METRICS[k] if k in _PRED_METRICS else _count_metric_on_arrays(COUNT_METRICS[k])
            for k in sorted(needed)}
@@ -186,17 +194,14 @@ def evaluate_reference(y_true, y_pred, group, *, y_score=None, metrics=None) -> 
 
 
 def _derived(out: dict[str, float]) -> dict[str, float]:
-    """The gaps both :func:`evaluate` and :func:`evaluate_reference` derive from the per-metric differences.
+    """The gaps both :func:`evaluate` and :func:`evaluate_reference` derive from the per-metric differences:
+    every gap of the metric table (:func:`fairmiss.metrics.kinds.derive_gaps`).
 
     ``gap_rms`` is paper 004's GAPRMS (De-Arteaga et al. 2019, spec 004 §2.3): ``sqrt(mean_y Gap_y²)`` over
     the two classes, ``Gap_1`` the TPR difference and ``Gap_0`` the TNR difference (= the FPR difference);
     its GAPMax is ``equalized_odds_difference``. With more than two groups each gap is max − min.
     """
-    tpr, fpr = out["tpr_difference"], out["fpr_difference"]
-    out["equalized_odds_difference"] = float(np.max([tpr, fpr]))
-    out["equalized_odds_sum"] = float(tpr + fpr)
-    out["gap_rms"] = float(np.sqrt((tpr**2 + fpr**2) / 2.0))
-    out["demographic_parity_difference"] = out["selection_rate_difference"]
+    derive_gaps(out)
     nan = [k for k, v in out.items() if isinstance(v, float) and np.isnan(v)]
     if nan:
         logger.warning("undefined metrics (empty or single-class group): %s", nan[:10])

@@ -10,16 +10,19 @@ import math
 import numpy as np
 import pandas as pd
 
+from fairmiss.metrics.kinds import summary_metrics
 from fairmiss.pipeline.cell import CellResult
 from fairmiss.reporting.tables import headline_metrics, sort_methods, summary_frame  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
 
-SUMMARY_METRICS = (
-    "accuracy", "balanced_accuracy", "auc", "fnr_difference", "fpr_difference", "tpr_difference",
-    "equalized_odds_difference", "demographic_parity_difference", "accuracy_difference", "gap_rms",
-)
+def __getattr__(name):
+    # SUMMARY_METRICS: the metrics summarised per method, in order (the metric table's ``summary`` flag,
+    # fairmiss.metrics.kinds.summary_metrics), read when asked so that it follows later registrations
+    if name == "SUMMARY_METRICS":
+        return summary_metrics()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def data_has_missing(cell, df: pd.DataFrame | None = None, features=None) -> bool:
@@ -59,13 +62,14 @@ def run_name(result, *, with_missingness: bool = False) -> str:
 
 
 def _extra_keys(results) -> list[str]:
-    """Per-run metric keys summarised beside :data:`SUMMARY_METRICS`: consistencies and extra-group gaps."""
+    """Per-run metric keys summarised beside :func:`~fairmiss.metrics.kinds.summary_metrics`: consistencies and
+    extra-group gaps."""
     return sorted({k for r in results for k in r.metrics if k.startswith("consistency_") or "_by_" in k})
 
 
 def summarise(results: list[CellResult]) -> dict:
     """Per missingness × method: mean and standard error over splits of the headline metrics."""
-    keys = list(SUMMARY_METRICS) + _extra_keys(results)
+    keys = list(summary_metrics()) + _extra_keys(results)
     rows = [
         {"missingness": r.missingness, "method": r.method, **{k: r.metrics.get(k, math.nan) for k in keys}}
         for r in results if r.status == "ok"
@@ -86,7 +90,7 @@ def summarise(results: list[CellResult]) -> dict:
 
 
 def cells_table(results: list[CellResult]) -> pd.DataFrame:
-    keys = list(SUMMARY_METRICS) + _extra_keys(results)
+    keys = list(summary_metrics()) + _extra_keys(results)
     df = pd.DataFrame([
         {"key": r.key, "split": r.split_index, "missingness": r.missingness, "imputer": r.imputer,
          "learner": r.learner, "status": r.status, **{k: r.metrics.get(k) for k in keys}}

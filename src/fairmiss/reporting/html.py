@@ -116,8 +116,14 @@ def _confusion_files(results, fairness_metric: str, out_dir: Path, *, title: str
 # Long per-cell metric table and the self-contained HTML report (`fairmiss report STUDY`)
 # --------------------------------------------------------------------------------------------
 
-#: metrics drawn as per-group bars in the report (when present)
-GROUP_BAR_METRICS = ("accuracy", "fnr", "fpr", "selection_rate")
+def __getattr__(name):
+    # GROUP_BAR_METRICS: the rates drawn as per-group bars in the report (when present), in order: the metric
+    # table's ``group_bars`` flag (fairmiss.metrics.kinds.group_bar_metrics), read when asked
+    if name == "GROUP_BAR_METRICS":
+        from fairmiss.metrics.kinds import group_bar_metrics
+
+        return group_bar_metrics()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def cell_metrics_long(results) -> pd.DataFrame:
@@ -325,7 +331,10 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
     groups = meta.get("groups") or {}
     gt = group_metric_table(long, groups)
     drawn = False
-    for metric in GROUP_BAR_METRICS:
+    from fairmiss.metrics.kinds import group_bar_metrics
+
+    bars = group_bar_metrics()
+    for metric in bars:
         p = plot_group_bars(gt, metric, out_dir / f"groups_{metric}.png")
         if p is not None:
             parts.append(_img(p))
@@ -333,7 +342,7 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
     if not drawn:
         parts.append("<p><em>no per-group metrics recorded</em></p>")
     else:
-        shown = gt[gt["metric"].isin(GROUP_BAR_METRICS)]
+        shown = gt[gt["metric"].isin(bars)]
         piv = shown.pivot_table(index=["missingness", "method", "metric"], columns="group_name", values="mean",
                                 sort=True).reset_index()
         piv.columns.name = None
