@@ -29,7 +29,7 @@ from fairmiss.config import ExperimentConfig, load_config, missingness_label
 from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
 from fairmiss.reporting.mlflow_view import shared_view_tag
-from fairmiss.codeversion import code_version
+from fairmiss.codeversion import cell_code_version
 from fairmiss.tracking import WRITER_ENV, CellWriter, RemoteTracker, Tracker, prestart_writer
 from flows import errors
 from flows.errors import check_all_failed
@@ -366,7 +366,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
         # task caching: a cell whose cache key (its own config, the processed-data hash, the code
         # version) matches a FINISHED run in the store is reused; the cache lives in MLflow, not in
         # Prefect's result storage (see cell_cache_key and the README)
-        code = code_version()
+        code = cell_code_version()  # the code a cell runs: not the CLI, console or report
         keys = {c.key: pipeline.cell_cache_key(cfg, c, data_hash=data.data_hash, code_version=code) for c in cells}
         miss_by_label = {missingness_label(m): m for m in cfg.missingness}
 

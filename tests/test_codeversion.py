@@ -38,3 +38,36 @@ def test_outputs_do_not_change_the_code_version_sources_do(tmp_path):
         assert hash_sources(roots) != v0, rel
         f.write_text(original)
     assert hash_sources(roots) == v0
+
+
+def test_the_cell_code_version_leaves_out_the_cli_console_and_report(tmp_path):
+    """Cells are cached under the code a cell runs: the library without tracking and reporting, and tasks.
+    Editing the command line, the flow's console or the report keeps every cached cell; editing a learner,
+    a metric or a task does not."""
+    from fairmiss.codeversion import NOT_CELL_CODE
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{ROOT}", str(clone)], check=True, timeout=300)
+    lib = clone / "src" / "fairmiss"
+    roots = [lib, clone / "tasks"]
+    exclude = {lib: NOT_CELL_CODE}
+    v0 = hash_sources(roots, exclude=exclude)
+    for rel in ("flows/cli.py", "flows/experiment.py", "src/fairmiss/reporting/html.py",
+                "src/fairmiss/tracking/tracker.py"):
+        f = clone / rel
+        f.write_text(f.read_text() + "\n# changed\n")
+    assert hash_sources(roots, exclude=exclude) == v0
+    for rel in ("src/fairmiss/learners/baselines.py", "src/fairmiss/metrics/rates.py", "tasks/experiment.py",
+                "src/fairmiss/reporting_extra.py"):  # a module *named* like an excluded package still counts
+        f = clone / rel
+        f.write_text((f.read_text() if f.exists() else "") + "\n# changed\n")
+        assert hash_sources(roots, exclude=exclude) != v0, rel
+        v0 = hash_sources(roots, exclude=exclude)
+
+
+def test_this_process_caches_cells_under_the_cell_code_version():
+    from fairmiss.codeversion import NOT_CELL_CODE, cell_code_version
+
+    lib = ROOT / "src" / "fairmiss"
+    assert cell_code_version() == hash_sources([lib, ROOT / "tasks"], exclude={lib: NOT_CELL_CODE})
+    assert cell_code_version() != code_version()

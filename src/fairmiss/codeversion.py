@@ -10,6 +10,13 @@ took 73 s instead of ~1 s after an unrelated 002 run); it also failed outside a 
 packages the results depend on. Outputs (``results/``, ``processed/``, ``mlruns/``), docs, tests and
 configs are not part of it (a config enters every key through its own hash). The git commit is still
 recorded as an informational tag (``git.commit``), never as a key.
+
+:func:`cell_code_version` is the narrower hash of the code a *cell* runs, for the cell cache keys and the kept
+built tables: the library without the modules that only record and show results (:data:`NOT_CELL_CODE`:
+``fairmiss.tracking``, ``fairmiss.reporting``) plus the ``tasks`` package; not ``flows`` (the command line,
+servers, console, the flow's orchestration). Editing a command's help text, the console or the report no longer
+recomputes every cached cell; a run's fingerprint (is the whole run up to date?) still uses :func:`code_version`,
+because the flow writes the outputs.
 """
 
 from __future__ import annotations
@@ -20,11 +27,15 @@ import importlib.util
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["code_version", "hash_sources", "source_roots", "RESULT_PACKAGES"]
+__all__ = ["code_version", "cell_code_version", "hash_sources", "source_roots", "RESULT_PACKAGES", "NOT_CELL_CODE"]
 
 #: installed packages whose version changes what a cell computes
 RESULT_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "fairlearn", "xgboost-cpu", "xgboost", "pyomo",
                    "highspy", "pot")
+
+
+#: subpackages of fairmiss that record or show results and never change what a cell computes
+NOT_CELL_CODE = ("tracking", "reporting")
 
 
 def source_roots() -> list[Path]:
@@ -47,12 +58,22 @@ def code_version() -> str:
     return hash_sources(source_roots())
 
 
-def hash_sources(roots: list[Path]) -> str:
-    """``src-<16 hex>`` over the ``*.py`` files under ``roots`` and :data:`RESULT_PACKAGES`' versions."""
+@functools.lru_cache(maxsize=1)
+def cell_code_version() -> str:
+    """``src-<16 hex>`` over the code a cell runs: ``fairmiss`` without :data:`NOT_CELL_CODE`, and ``tasks``."""
+    roots = [r for r in source_roots() if r.name != "flows"]
+    return hash_sources(roots, exclude={roots[0]: NOT_CELL_CODE})
+
+
+def hash_sources(roots: list[Path], exclude: dict[Path, tuple[str, ...]] | None = None) -> str:
+    """``src-<16 hex>`` over the ``*.py`` files under ``roots`` and :data:`RESULT_PACKAGES`' versions;
+    ``exclude`` maps a root to the names of its subdirectories left out."""
     h = hashlib.sha256()
     for root in roots:
+        skip = (exclude or {}).get(root, ())
         for path in sorted(root.rglob("*.py")):
-            if "__pycache__" in path.parts:
+            rel = path.relative_to(root).parts
+            if "__pycache__" in path.parts or (len(rel) > 1 and rel[0] in skip):
                 continue
             h.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
             h.update(path.read_bytes())

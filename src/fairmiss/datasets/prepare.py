@@ -161,16 +161,16 @@ BUILD_CACHE_KEEP = 4  # built tables kept per dataset variant (the newest)
 
 def build_key(variant, options: dict) -> str | None:
     """The key of a built table: variant, build options, the raw files' pinned SHA-256s and the code that builds
-    (:func:`fairmiss.codeversion.code_version`: every source and the numerical packages' versions). ``None`` when
+    (:func:`fairmiss.codeversion.cell_code_version`: the library's computing sources and the numerical packages' versions). ``None`` when
     a raw file has no pinned checksum (a user's own local file): its content is then not part of any key, so
     its table is always built."""
-    from fairmiss.codeversion import code_version
+    from fairmiss.codeversion import cell_code_version
 
     shas = [rf.sha256 for rf in variant.raw_files]
     if not shas or any(not h for h in shas):
         return None
     blob = json.dumps({"variant": variant.name, "options": {**variant.options, **options}, "raw_sha256": shas,
-                       "code": code_version()}, sort_keys=True, default=str)
+                       "code": cell_code_version()}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
