@@ -1,0 +1,77 @@
+"""Every ``dvc.yaml`` stage depends on the code it runs: the project files a stage's command imports (its flow
+modules, its config's kinds, the learners and imputers it builds) are each under one of the stage's ``deps``.
+A stage that missed one would not re-run when that file changes, and ``dvc repro`` would leave a stale result.
+The imports are read in a fresh interpreter per stage, doing what the stage's command does before its flow runs."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT
+
+_PROBE = r"""
+import json, sys
+from pathlib import Path
+argv = json.loads(sys.argv[1])
+module = argv[argv.index("-m") + 1]
+if module == "flows.run":
+    from flows.run import start_flow  # noqa: F401
+    from fairmiss.config import ExperimentConfig, load_study_config
+    cfg = load_study_config(argv[argv.index("--config") + 1], quick="--quick" in argv)
+    study = getattr(cfg, "study", None)
+    import importlib
+    flow = {"003_decile": "flows.studies.p003_decile", "001_table": "flows.studies.p001_sim",
+            "002_table1_hcp": "flows.studies.p002_hcp"}.get(study, "flows.experiment")
+    importlib.import_module(flow)
+    if isinstance(cfg, ExperimentConfig):
+        from fairmiss.impute.build import make_imputer
+        from fairmiss.learners.build import make_learner
+        from fairmiss.datasets import get_variant
+        variant = get_variant(cfg.dataset.name)
+        names = list(variant.features) + ([variant.group] if cfg.dataset.group_as_feature else [])
+        for spec in cfg.imputers:
+            make_imputer(spec, 0)
+        for spec in cfg.learners:
+            if getattr(spec, "kind", None) != "mlflow_model":
+                make_learner(spec, 0, feature_names=names)
+else:
+    import importlib
+    importlib.import_module(module)
+root = Path(sys.argv[2]).resolve()
+files = sorted({str(Path(m.__file__).resolve().relative_to(root)) for m in list(sys.modules.values())
+                if getattr(m, "__file__", None) and Path(m.__file__).resolve().is_relative_to(root)
+                and ".venv" not in Path(m.__file__).parts})
+print(json.dumps(files))
+"""
+
+
+def _stages():
+    doc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    out = []
+    for name, st in doc["stages"].items():
+        if "foreach" in st:  # every item runs the same command with another dataset
+            item = st["foreach"][0]
+            st = {k: (v.replace("${item}", item) if isinstance(v, str) else v) for k, v in st["do"].items()}
+            name = f"{name}@{item}"
+        out.append(pytest.param(st["cmd"], [d if isinstance(d, str) else next(iter(d)) for d in st["deps"]],
+                                id=name))
+    return out
+
+
+@pytest.mark.parametrize("cmd,deps", _stages())
+def test_stage_depends_on_every_project_file_it_imports(cmd, deps):
+    argv = shlex.split(cmd)[1:]  # without scripts/py
+    r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(argv), str(ROOT)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    imported = json.loads(r.stdout.strip().splitlines()[-1])
+    assert any(f.startswith("src/fairmiss/") for f in imported), imported  # the probe saw the library
+    covered = [d.rstrip("/") for d in deps]
+    missing = [f for f in imported if f.endswith(".py") and not f.startswith("tests/")
+               and not any(f == d or f.startswith(d + "/") for d in covered)]
+    assert not missing, f"{cmd}: imports files that are not among its deps: {missing}"
