@@ -77,6 +77,10 @@ class RawFile:
     licence: str = ""
 
 
+#: (path, sha256) of the user-supplied raw files already announced by :func:`_verify` in this process
+_UNPINNED_SEEN: set[tuple[str, str]] = set()
+
+
 def _verify(path: Path, raw: RawFile) -> None:
     if path.is_dir():
         raise RawPathError(f"{path}: raw file '{raw.filename}' is a directory, not a file")
@@ -85,8 +89,10 @@ def _verify(path: Path, raw: RawFile) -> None:
     except OSError as exc:
         raise RawPathError(f"{path}: cannot read raw file '{raw.filename}': {_fs_problem(exc)}") from None
     if raw.sha256 is None:  # user-supplied, not redistributable: nothing to compare against
-        logger.warning("%s: no published checksum for user-supplied raw file '%s'; sha256 %s",
-                       path, raw.filename, actual)
+        if (str(path), actual) not in _UNPINNED_SEEN:  # once per file content and process, not per check
+            _UNPINNED_SEEN.add((str(path), actual))
+            logger.warning("%s: no published checksum for user-supplied raw file '%s'; sha256 %s",
+                           path, raw.filename, actual)
         return
     if actual != raw.sha256:
         raise ChecksumError(
