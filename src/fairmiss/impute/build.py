@@ -126,13 +126,16 @@ def _iterative(spec, seed):
 
 
 #: ``kind`` -> spec, factory ``(spec, seed) -> transformer | None`` and flags: ``passes_nan`` (the learner
-#: receives NaN: ``none``, and ``multiple`` whose imputation lives inside the learner), ``wraps_learner``.
+#: receives NaN: ``none``, and ``multiple`` whose imputation lives inside the learner), ``wraps_learner``,
+#: ``shareable`` (the fitted imputer is read-only after ``fit`` and its ``transform`` draws nothing, so one fit
+#: per split is shared by the split's learners: :class:`fairmiss.pipeline.impute_cache.ImputationCache`; a kind
+#: that does not declare it is fitted once per cell).
 IMPUTER_KINDS = Registry("imputer")
 for _kind in ("mean", "median", "most_frequent"):
-    IMPUTER_KINDS.register(_kind, SimpleImputerSpec, _simple)
-IMPUTER_KINDS.register("constant", ConstantImputerSpec, _constant)
-IMPUTER_KINDS.register("knn", KNNImputerSpec, _knn)
-IMPUTER_KINDS.register("iterative", IterativeImputerSpec, _iterative)
+    IMPUTER_KINDS.register(_kind, SimpleImputerSpec, _simple, shareable=True)
+IMPUTER_KINDS.register("constant", ConstantImputerSpec, _constant, shareable=True)
+IMPUTER_KINDS.register("knn", KNNImputerSpec, _knn, shareable=True)
+IMPUTER_KINDS.register("iterative", IterativeImputerSpec, _iterative, shareable=True)
 IMPUTER_KINDS.register("none", NoImputerSpec, lambda spec, seed: None, passes_nan=True)
 IMPUTER_KINDS.register("multiple", MultipleImputerSpec, lambda spec, seed: None,  # see wrap_multiple
                        passes_nan=True, wraps_learner=True)

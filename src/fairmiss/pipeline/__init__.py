@@ -44,7 +44,7 @@ from fairmiss.pipeline.cell import (EXTRA_GROUP_GAPS, TIMING_KEYS, CellResult, _
                                     _Transformer, cell_cache_key, cell_params, check_extra_groups,
                                     consistency_metrics, extra_group_metrics, fit_evaluate, imputation_diagnostics,
                                     reused_result)
-from fairmiss.pipeline.impute_cache import (_SHAREABLE_IMPUTERS, IMPUTE_CACHE, ImputationCache,  # noqa: F401
+from fairmiss.pipeline.impute_cache import (IMPUTE_CACHE, ImputationCache,  # noqa: F401
                                             _shared_imputation)
 from fairmiss.pipeline.split import SplitData, _masked_columns, _warn_test_split, make_split  # noqa: F401
 from fairmiss.pipeline.summary import (SUMMARY_METRICS, _extra_keys, cells_table, format_table, headline,  # noqa: F401

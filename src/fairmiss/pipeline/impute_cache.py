@@ -13,8 +13,13 @@ from fairmiss.config import Cell
 logger = logging.getLogger(__name__)
 
 
-#: imputers whose fitted state is read-only after fit (shared safely between the learners of a split)
-_SHAREABLE_IMPUTERS = ("mean", "median", "most_frequent", "constant", "knn", "iterative")
+
+def shareable(kind: str) -> bool:
+    """The imputer kind declares its fitted state read-only after fit (``shareable=True`` when registered in
+    :data:`fairmiss.impute.build.IMPUTER_KINDS`), so it is shared safely between the learners of a split."""
+    from fairmiss.impute.build import IMPUTER_KINDS
+
+    return kind in IMPUTER_KINDS and bool(IMPUTER_KINDS[kind].flags.get("shareable"))
 
 
 class ImputationCache:
@@ -41,7 +46,7 @@ class ImputationCache:
 
     def get_or_compute(self, cell: Cell, data: Processed, split, seed: int, compute):
         spec = cell.imputer
-        if spec.kind not in _SHAREABLE_IMPUTERS or getattr(spec, "test_fit_on", "train") != "train":
+        if not shareable(spec.kind) or getattr(spec, "test_fit_on", "train") != "train":
             return compute()
         key = (data.data_hash, split.split_index, split.missingness, spec.model_dump_json(), seed,
                len(split.train_idx), int(split.train_idx[:16].sum()))
