@@ -30,6 +30,7 @@ from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
 from fairmiss.reporting.mlflow_view import shared_view_tag
 from fairmiss.codeversion import cell_code_version
+from fairmiss.studies.claims import claim_sections, decide_claims
 from fairmiss.tracking import WRITER_ENV, CellWriter, RemoteTracker, Tracker, prestart_writer
 from flows import errors
 from flows.errors import check_all_failed
@@ -493,7 +494,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
                 if stage is not None:
                     shutil.rmtree(stage, ignore_errors=True)
             summary, failed, metrics, table = staged["summary"], staged["failed"], staged["metrics"], staged["table"]
-            cells_df, claims, feng = staged["cells_df"], staged["claims"], staged["feng"]
+            cells_df, claims = staged["cells_df"], staged["claims"]
             # for comparing in the MLflow UI: the summary (headline metrics first) and every cell as tables
             tracker.log_table(parent, summary_frame(summary, cfg.fairness_metric), "summary_table.json")
             tracker.log_table(parent, cells_df.assign(method=[r.method for r in results])[["method", *cells_df.columns]],
@@ -517,10 +518,8 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
                 tracker.log_artifact(parent, published[name], "report")
             tracker.log_artifact(parent, published["metrics.json"])
             tracker.log_artifact(parent, published["cells.csv"])
-            if claims is not None:
-                tracker.log_artifact(parent, published["claims_000.csv"])
-            if feng is not None:
-                tracker.log_artifact(parent, published["claims_feng2023.csv"])
+            for name in claims:
+                tracker.log_artifact(parent, published[name])
             if warned.counts:
                 tracker.log_text(parent, warned.text(), "warnings.txt")
             tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results),
@@ -574,18 +573,9 @@ def _write_outputs(stage: Path, cfg, results, data, groups, cells) -> dict:
                       .to_csv(index=False, float_format="%.10g"))
     cells_df = pipeline.cells_table(results)
     atomic_write_text(stage / "cells.csv", cells_df.to_csv(index=False))
-    from fairmiss.studies.p000_claims import claims_for_dataset
-
-    claims = claims_for_dataset(cells_df, data.dataset)  # paper 000 Figure 2 runs: B1–B5 decided
-    if claims is not None:
-        atomic_write_text(stage / "claims_000.csv", claims.to_csv(index=False))
-    from fairmiss.studies.feng2023_claims import cells_frame, feng2023_claims
-
-    feng = feng2023_claims(cells_frame(results), cfg.learners, cfg.missingness, cfg.fairness_metric)
-    if feng is not None:  # runs with adapted interventions: Feng et al.'s claims decided
-        if _synthetic(data.dataset):
-            feng["statement"] = "[SYNTHETIC stand-in, not real data] " + feng["statement"]
-        atomic_write_text(stage / "claims_feng2023.csv", feng.to_csv(index=False))
+    claims = decide_claims(cfg, results, data.dataset)  # the papers' claims this run decides (claim hooks)
+    for name, table in claims.items():
+        atomic_write_text(stage / name, table.to_csv(index=False))
     table = pipeline.format_table(summary, cfg.fairness_metric)
     atomic_write_text(stage / "summary.txt", table + "\n")
     from fairmiss.reporting.html import html_report, tradeoff_report, write_cell_metrics
@@ -594,9 +584,9 @@ def _write_outputs(stage: Path, cfg, results, data, groups, cells) -> dict:
                                                              title=cfg.experiment).values()]
     write_cell_metrics(results, stage)
     html_report(stage, title=cfg.experiment, fairness_metric=cfg.fairness_metric, references=cfg.references,
-                description=cfg.description)
+                description=cfg.description, claims=claim_sections())
     return {"summary": summary, "failed": failed, "metrics": metrics, "table": table, "cells_df": cells_df,
-            "claims": claims, "feng": feng, "tradeoff_files": tradeoff_files,
+            "claims": claims, "tradeoff_files": tradeoff_files,
             "files": sorted(p.name for p in stage.iterdir() if p.is_file() and not p.name.startswith("."))}
 
 
@@ -673,16 +663,6 @@ def cell_description(res, dataset: str, groups: dict[str, str]) -> str:
     names = ", ".join(f"{k} = {v}" for k, v in groups.items())
     return (f"**{res.method}** on `{dataset}`, split {res.split_index}, missingness `{res.missingness}` "
             f"(imputer `{res.imputer}`, learner `{res.learner}`). Groups: {names}.")
-
-
-def _synthetic(dataset: str) -> bool:
-    """Whether a processed dataset is a registered synthetic stand-in (own data and unknown names: no)."""
-    from fairmiss.datasets import get_variant
-
-    try:
-        return bool(getattr(get_variant(dataset), "synthetic", False))
-    except KeyError:  # an own-data name is not in the registry
-        return False
 
 
 def up_to_date(cfg: ExperimentConfig, results_dir: str | Path = "results") -> dict | None:

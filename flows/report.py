@@ -15,6 +15,7 @@ from pathlib import Path
 from fairmiss.config import ExperimentConfig, load_study_config
 from fairmiss.reporting.html import html_report, html_report_files
 from fairmiss.io import safe_child
+from fairmiss.studies.claims import claim_sections
 from fairmiss.tracking import Tracker
 
 
@@ -24,7 +25,7 @@ def build_report(config_path: str | Path, *, quick: bool = False, results_dir: s
     out_dir = safe_child(results_dir, cfg.experiment, what="experiment")
     if isinstance(cfg, ExperimentConfig):
         path = html_report(out_dir, title=cfg.experiment, fairness_metric=cfg.fairness_metric,
-                           references=cfg.references, description=cfg.description)
+                           references=cfg.references, description=cfg.description, claims=claim_sections())
     else:
         path = html_report_files(out_dir, title=cfg.experiment, description=cfg.description)
     if log_to_mlflow:

@@ -157,18 +157,14 @@ def start_flow(cfg, config_path: str | Path, *, quick: bool = False, force: bool
     from flows.server import use_local_server
 
     use_local_server()
-    if getattr(cfg, "study", None) == "003_decile":
-        from flows.studies.p003_decile import decile_flow
+    study = getattr(cfg, "study", None)
+    if study is not None:  # a study with its own flow, as registered (fairmiss.config.studies.STUDIES)
+        import importlib
 
-        return decile_flow(str(config_path), quick=quick, **kw)
-    if getattr(cfg, "study", None) == "001_table":
-        from flows.studies.p001_sim import sim001_flow
+        from fairmiss.config.studies import STUDIES
 
-        return sim001_flow(str(config_path), quick=quick, **kw)
-    if getattr(cfg, "study", None) == "002_table1_hcp":
-        from flows.studies.p002_hcp import hcp_flow
-
-        return hcp_flow(str(config_path), quick=quick, **kw)
+        module, function = STUDIES[study].flags["flow"].split(":")
+        return getattr(importlib.import_module(module), function)(str(config_path), quick=quick, **kw)
     from flows.experiment import run_experiment
 
     return run_experiment(config_path, quick=quick, force=force, **kw)

@@ -25,10 +25,12 @@ if module == "flows.run":
     cfg = load_study_config(argv[argv.index("--config") + 1], quick="--quick" in argv)
     study = getattr(cfg, "study", None)
     import importlib
-    flow = {"003_decile": "flows.studies.p003_decile", "001_table": "flows.studies.p001_sim",
-            "002_table1_hcp": "flows.studies.p002_hcp"}.get(study, "flows.experiment")
+    from fairmiss.config.studies import STUDIES
+    flow = STUDIES[study].flags["flow"].split(":")[0] if study else "flows.experiment"
     importlib.import_module(flow)
     if isinstance(cfg, ExperimentConfig):
+        from fairmiss.studies.claims import claim_sections
+        claim_sections()  # the claim hooks every grid run asks
         from fairmiss.impute.build import make_imputer
         from fairmiss.learners.build import make_learner
         from fairmiss.datasets import get_variant

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from fairmiss._errors import ConfigError
 from fairmiss.config.experiment import DatasetSpec, ExperimentConfig, missingness_label
-from fairmiss.config.studies import DecileStudyConfig, Sim001StudyConfig, HCPStudyConfig
+from fairmiss.config.studies import STUDIES
 
 __all__ = ["check_columns", "check_dataset_spec", "load_config", "load_study_config", "parse_config", "read_yaml"]
 
@@ -136,13 +136,12 @@ def load_study_config(path: str | Path, *, quick: bool = False):
         if quick and data.get("quick"):
             data = _deep_merge(data, data["quick"])
             data["experiment"] = f"{data['experiment']}-quick"
+        study = data.get("study")
+        if not isinstance(study, str) or study not in STUDIES:
+            raise ConfigError(f"{path}: invalid config: study: unknown study {study!r}; known: "
+                              f"{', '.join(STUDIES.kinds())}")
         try:
-            if data.get("study") == "002_table1_hcp":
-                cfg = HCPStudyConfig.model_validate(data)
-            elif data.get("study") == "001_table":
-                cfg = Sim001StudyConfig.model_validate(data)
-            else:
-                cfg = DecileStudyConfig.model_validate(data)
+            cfg = STUDIES[study].build(data)
         except ValidationError as exc:
             raise ConfigError(_format_errors(path, exc)) from None
         if getattr(cfg, "dataset", None) is not None:

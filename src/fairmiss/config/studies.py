@@ -1,4 +1,10 @@
-"""Study configs of the papers' own studies: decile (003), sim (001) and HCP (002).
+"""Study configs of the papers' own studies: decile (003), sim (001) and HCP (002), and the study registry.
+
+A config file with a ``study:`` key names a study registered in :data:`STUDIES`: its config class (validated
+by :func:`fairmiss.config.load_study_config`) and its flow, ``"module:function"`` (imported by
+:func:`flows.run.start_flow`; the library itself never imports the flows). Adding a study with its own flow is
+its config class, one ``STUDIES.register`` call, its flow module and its test — the CLI, the API and the DVC
+stages dispatch through the registry.
 """
 
 from __future__ import annotations
@@ -6,10 +12,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
+from fairmiss._registry import Registry
 from fairmiss._spec import SafeName, _Strict
 from fairmiss.config.experiment import DatasetSpec, TrackingSpec
 
-__all__ = ["DecileStudyConfig", "HCPStudyConfig", "Sim001StudyConfig"]
+__all__ = ["DecileStudyConfig", "HCPStudyConfig", "Sim001StudyConfig", "STUDIES"]
 
 
 class DecileStudyConfig(_Strict):
@@ -85,3 +92,14 @@ class HCPStudyConfig(_Strict):
         if self.ecdf_split >= self.n_splits:
             raise ValueError(f"ecdf_split={self.ecdf_split} must be < n_splits={self.n_splits}")
         return self
+
+
+#: ``study`` -> config class (``spec``; ``build`` validates a dict into it) and ``flow``, ``"module:function"``
+#: taking ``(config_path, quick=..., **kw)``
+STUDIES = Registry("study")
+STUDIES.register("003_decile", DecileStudyConfig, DecileStudyConfig.model_validate,
+                 flow="flows.studies.p003_decile:decile_flow")
+STUDIES.register("001_table", Sim001StudyConfig, Sim001StudyConfig.model_validate,
+                 flow="flows.studies.p001_sim:sim001_flow")
+STUDIES.register("002_table1_hcp", HCPStudyConfig, HCPStudyConfig.model_validate,
+                 flow="flows.studies.p002_hcp:hcp_flow")

@@ -270,11 +270,12 @@ img{max-width:100%}figcaption{font-size:.75em;color:#666}.note{color:#555;font-s
 
 
 def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=None,
-                description: str = "") -> Path:
+                description: str = "", claims: list[tuple[str, str, str]] | None = None) -> Path:
     """Write ``<out_dir>/report.html``: one self-contained file (figures embedded as PNG data URIs)
     built from what the experiment wrote to ``out_dir`` — summary (``metrics.json``), trade-off
     figures and Pareto tables, per-group metric bars, imputation-fairness diagnostics, and the
-    paper-vs-ours table when the config carries ``references``. The figures also stay as PNG files
+    paper-vs-ours table when the config carries ``references``. ``claims``: ``(file, heading, note)`` of the
+    papers' claims tables to show (:func:`fairmiss.studies.claims.claim_sections`). The figures also stay as PNG files
     beside it (readable without MLflow; ``dvc plots`` lists them)."""
     import json
 
@@ -377,21 +378,13 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
             parts.append(_img(p))
         parts.append(_table(imputation_diagnostics_wide(it)))
 
-    claims = out_dir / "claims_000.csv"
-    if claims.exists():
-        parts.append("<h2>Paper 000's Figure-2 claims in this run (spec 000 §5, B1–B5)</h2>"
-                     "<p class='note'>Decided on this run's cells by the rules in <code>fairmiss.studies.p000_claims</code> "
-                     "(fronts of mean ± SE over splits; 'beats' = higher accuracy at matched gap by more than one "
-                     "combined SE somewhere, nowhere lower by more than one).</p>" + _table(pd.read_csv(claims)))
-
-    feng = out_dir / "claims_feng2023.csv"
-    if feng.exists():
-        parts.append("<h2>Feng et al. (2023) and Zhang &amp; Long (2021): claims in this run</h2>"
-                     "<p class='note'>Decided on this run's cells by the rules in "
-                     "<code>fairmiss.studies.feng2023_claims</code>: each adapted intervention is paired with the "
-                     "impute-then-classify learner that is its base, on the same splits (paired mean ± SE); "
-                     "verdicts need differences beyond 2 paired SE.</p>"
-                     + _table(pd.read_csv(feng, keep_default_na=False)))
+    if claims is None:  # no registry at hand: every claims table of the run under its file name
+        claims = [(p.name, p.name, "") for p in sorted(out_dir.glob("claims_*.csv"))]
+    for name, heading, note in claims:
+        path = out_dir / name
+        if path.exists():
+            parts.append(f"<h2>{heading}</h2>" + (f"<p class='note'>{note}</p>" if note else "")
+                         + _table(pd.read_csv(path, keep_default_na=False)))
 
     parts.append("<h2>Paper vs ours</h2>")
     if references is None:

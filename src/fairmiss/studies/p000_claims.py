@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from fairmiss.reporting.pareto import nondominated_mask
+from fairmiss.studies.claims import register_claims
 
 __all__ = ["FAMILIES", "family_points", "fronts", "compare_fronts", "hypervolume", "figure2_claims",
            "claims_for_dataset"]
@@ -239,3 +240,16 @@ def claims_for_dataset(cells: pd.DataFrame, dataset_variant: str) -> pd.DataFram
     if dataset_variant in _SYNTHETIC:  # a verdict on a stand-in says nothing about the paper's data
         out["statement"] = "[SYNTHETIC stand-in, not the paper's data] " + out["statement"]
     return out
+
+
+def _hook(cfg, results, dataset: str):
+    from fairmiss.pipeline.summary import cells_table
+
+    return claims_for_dataset(cells_table(results), dataset)  # paper 000 Figure 2 runs: B1-B5 decided
+
+
+register_claims(
+    "claims_000.csv", _hook, title="Paper 000's Figure-2 claims in this run (spec 000 §5, B1–B5)",
+    note="Decided on this run's cells by the rules in <code>fairmiss.studies.p000_claims</code> (fronts of mean ± SE "
+         "over splits; 'beats' = higher accuracy at matched gap by more than one combined SE somewhere, nowhere lower "
+         "by more than one).")
