@@ -484,6 +484,8 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
             stage = staged = None
             try:
                 if not results or any(r.status == "ok" for r in results):  # else check_all_failed raises below
+                    log.info("%d cell%s done; writing the results, figures and report to %s", len(results),
+                             "" if len(results) == 1 else "s", out_dir)
                     stage = _new_stage(out_dir)
                     staged = _write_outputs(stage, cfg, results, data, groups, cells)
                 if writer is not None:

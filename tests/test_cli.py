@@ -86,6 +86,8 @@ def test_cli_run_prints_table(tmp_path):
     # a quiet console: progress lines with the method label, no task-run chatter, no server banner, no library
     # warnings (they stay in Prefect's log; `-v` shows them); the last line says how to open the store
     assert "[1/1] mean+tree_d3 · split 0: accuracy" in r.stderr, r.stderr[-3000:]
+    # the seconds the report takes are announced, not silent
+    assert "1 cell done; writing the results, figures and report to" in r.stderr, r.stderr[-3000:]
     for noise in ("Finished in state Completed", "Starting temporary server", "Warning:", "prefect.task_runs"):
         assert noise not in r.stderr, (noise, r.stderr[-3000:])
     assert "open with `fairmiss ui`" in r.stdout.strip().splitlines()[-1]
