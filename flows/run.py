@@ -98,6 +98,53 @@ def check_data(cfg, raw_dir: str | None, processed_dir: str) -> None:
     data = prepare(cfg.dataset, raw_dir=raw_dir, processed_dir=Path(processed_dir), docs_dir=docs,
                    allow_download=False, fairness_metric=cfg.fairness_metric)
     pipeline.check_extra_groups(cfg, data)
+    smoke_fit(cfg, data)
+
+
+#: rows of each label the import-path estimators are test-fitted on before a flow starts
+SMOKE_ROWS_PER_LABEL = 100
+
+
+def smoke_fit(cfg, data) -> None:
+    """Fit every import-path imputer and learner (``kind: estimator``: a user's class, whose parameter values
+    only its ``fit`` checks — an XGBoost parameter of the wrong type, a penalty its solver does not support)
+    once on a small sample of the data (the first :data:`SMOKE_ROWS_PER_LABEL` rows of each label, NaN
+    mean-filled for a learner that does not take NaN), before any server starts: a failure is one
+    :class:`~fairmiss.config.ConfigError` naming the estimator, instead of every cell failing after the flow
+    started. Built-in kinds are not fitted here (their parameters are checked by their specs). ~0.1-1 s."""
+    import numpy as np
+
+    from fairmiss.config import ConfigError
+    from fairmiss.impute.build import make_imputer
+    from fairmiss.learners.build import make_learner
+
+    imputers = [i for i in cfg.imputers if i.kind == "estimator"]
+    learners = [ln for ln in cfg.learners if ln.kind == "estimator"]
+    if not imputers and not learners:
+        return
+    df = data.df
+    y_all = df[data.label].to_numpy()
+    rows = np.concatenate([np.flatnonzero(y_all == v)[:SMOKE_ROWS_PER_LABEL] for v in np.unique(y_all)])
+    X = df[data.features].to_numpy(dtype=float)[rows]
+    y, s = y_all[rows], df[data.group].to_numpy()[rows]
+    for spec in imputers:
+        try:
+            make_imputer(spec, 0).fit(X)
+        except Exception as exc:  # noqa: BLE001 - the user's class: any failure is reported, with its type
+            raise ConfigError(f"imputers: {spec.estimator} could not be fitted on a {len(rows)}-row sample of "
+                              f"{data.dataset}: "
+                              f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
+    X_filled = np.where(np.isnan(X), np.nanmean(np.where(np.isnan(X), np.nan, X), axis=0), X)
+    X_filled = np.nan_to_num(X_filled)  # a column missing on every sampled row
+    for spec in learners:
+        try:
+            learner = make_learner(spec, 0, feature_names=data.features)
+            learner.fit(X_filled, y, s)
+            learner.predict(X_filled, s)
+        except Exception as exc:  # noqa: BLE001 - the user's class: any failure is reported, with its type
+            raise ConfigError(f"learners: {spec.label} ({spec.estimator}) could not be fitted on a {len(rows)}-row "
+                              f"sample of {data.dataset}: {type(exc).__name__}: "
+                              f"{' '.join(str(exc).split())[:300]}") from None
 
 
 def check_store(uri: str) -> None:
