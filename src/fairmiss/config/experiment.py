@@ -37,7 +37,8 @@ class DatasetSpec(_Strict):
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
     label: Annotated[str, Field(min_length=1)] | None = None
     positive: str | int | bool | None = None
-    group: Annotated[str, Field(min_length=1)] | None = None
+    #: own data: the group column, or several (``[sex, race]``): their intersections are the groups
+    group: Annotated[str, Field(min_length=1)] | list[Annotated[str, Field(min_length=1)]] | None = None
     group_names: dict[str | int, str] | None = None
     features: list[Annotated[str, Field(min_length=1)]] | None = None
     drop: list[Annotated[str, Field(min_length=1)]] | None = None
@@ -58,6 +59,15 @@ class DatasetSpec(_Strict):
         for k in ("label", "group"):
             if not data.get(k):
                 raise ValueError(f"'{k}' is required with 'file' (the column holding the {k})")
+        group = data.get("group")
+        if isinstance(group, list):
+            if len(set(map(str, group))) != len(group):
+                raise ValueError(f"group: {group} names a column twice")
+            if len(group) > MAX_GROUP_COLUMNS:
+                raise ValueError(f"group: {len(group)} columns; at most {MAX_GROUP_COLUMNS} (their intersections "
+                                 "are the groups, and they get small fast)")
+            if len(group) == 1:
+                data = {**data, "group": group[0]}
         if data.get("options"):
             raise ValueError("'options' are for registered datasets, not with 'file'")
         names = data.get("group_names")
@@ -89,6 +99,9 @@ class DatasetSpec(_Strict):
                 del out[k]
         return out
 
+
+#: own data: the most group columns whose intersections are the groups
+MAX_GROUP_COLUMNS = 4
 
 _OWN_ONLY = ("sha256", "label", "positive", "group", "group_names", "features", "drop", "categorical")
 _OWN_FIELDS_ALL = ("file", *_OWN_ONLY)

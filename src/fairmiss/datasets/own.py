@@ -129,11 +129,25 @@ def _header(path: Path) -> tuple[str, list[str]]:
     raise DatasetError(f"{path}: dataset.file must be a .csv or .parquet file, got '{path.suffix or path.name}'")
 
 
+#: joins the values of several group columns into the name of their intersection ("female · African-American")
+INTERSECTION_SEP = " · "
+
+
+def group_columns(group) -> tuple[list[str], str]:
+    """``(columns, name)``: the group column(s) a spec names and the processed table's group column — the one
+    column itself, or for several (``group: [sex, race]``) their intersection, named ``sex_x_race``, whose
+    values are the combinations present in the data (``female · African-American``), each one group: gaps are
+    max - min over all of them, as for any k groups."""
+    cols = [group] if isinstance(group, str) else list(group)
+    return cols, cols[0] if len(cols) == 1 else "_x_".join(cols)
+
+
 def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
     """Read and encode the user's file: the processed table (features, group, label) and its provenance."""
     path = Path(path)
     kind, header = _header(path)
-    label, group = fields["label"], fields["group"]
+    label = fields["label"]
+    group_cols, group = group_columns(fields["group"])
     drop = list(fields.get("drop") or [])
     categorical = list(fields.get("categorical") or [])
     dups = sorted({h for h in header if header.count(h) > 1})
@@ -146,32 +160,35 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
                 raise DatasetError(f"{path}: dataset.{key}: no column '{c}' in the file; its columns: {header}")
 
     need("label", [label])
-    need("group", [group])
+    need("group", group_cols)
     need("drop", drop)
     need("categorical", categorical)
-    if label == group:
-        raise DatasetError(f"{path}: dataset.group: column '{group}' is the label too")
+    if label in group_cols:
+        raise DatasetError(f"{path}: dataset.group: column '{label}' is the label too")
+    if len(group_cols) > 1 and group in header:
+        raise DatasetError(f"{path}: dataset.group: the intersection of {group_cols} is named '{group}', which is "
+                           "already a column of the file; rename that column")
     for key, cols in (("drop", drop), ("categorical", categorical)):
-        bad = [c for c in cols if c in (label, group)]
+        bad = [c for c in cols if c in (label, *group_cols)]
         if bad:
             raise DatasetError(f"{path}: dataset.{key}: column '{bad[0]}' is the label or the group")
     if fields.get("features") is not None:
         features = list(fields["features"])
         need("features", features)
-        clash = [c for c in features if c in drop or c in (label, group)]
+        clash = [c for c in features if c in drop or c in (label, *group_cols)]
         if clash:
             raise DatasetError(f"{path}: dataset.features: column '{clash[0]}' is dropped, the label or the group")
         not_feat = [c for c in categorical if c not in features]
         if not_feat:
             raise DatasetError(f"{path}: dataset.categorical: column '{not_feat[0]}' is not in dataset.features")
     else:
-        features = [c for c in header if c not in drop and c not in (label, group)]
+        features = [c for c in header if c not in drop and c not in (label, *group_cols)]
     pii = sorted(c for c in features if c.strip().lower() in PII_COLUMNS)  # 'ID', 'Name' as 'id', 'name'
     if pii:
         raise DatasetError(f"{path}: column(s) {pii} identify people (PII) and may not be features; list them under "
                            "dataset.drop (they are then never read)")
     numeric = [c for c in features if c not in categorical]
-    keep = [*features, group, label]
+    keep = [*features, *group_cols, label]
 
     if kind == "csv":
         from fairmiss.datasets.csvcheck import read_csv_strict
@@ -185,7 +202,7 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
             raise DatasetError(msg) from None
         lines = np.asarray(lines)
         line_of = lambda i: f"line {int(lines[i])}"  # noqa: E731
-        for c in (label, group, *categorical):  # text columns: strip, empty = missing
+        for c in (label, *group_cols, *categorical):  # text columns: strip, empty = missing
             df[c] = _as_text(df[c])
     else:
         try:
@@ -210,13 +227,13 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
                 i = int(np.flatnonzero(inf)[0])
                 raise DatasetError(f"{path}: {line_of(i)}, column '{c}': non-finite value {arr[i]!r}")
             df[c] = s
-        for c in (label, group, *categorical):
+        for c in (label, *group_cols, *categorical):
             df[c] = _as_text(df[c])
 
     n = len(df)
     if n == 0:
         raise DatasetError(f"{path}: no data rows")
-    for c, key in ((label, "label"), (group, "group")):
+    for c, key in ((label, "label"), *((gc, "group") for gc in group_cols)):
         miss = df[c].isna().to_numpy()
         if miss.any():
             i = int(np.flatnonzero(miss)[0])
@@ -248,6 +265,8 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
     neg_t = next(v for v in yv if v != pos_t)
     y = (df[label] == pos_t).astype("int64").to_numpy()
 
+    if len(group_cols) > 1:  # the intersection: one group per combination of values present
+        df[group] = df[group_cols[0]].str.cat([df[c] for c in group_cols[1:]], sep=INTERSECTION_SEP)
     # group: values in sorted order -> 0..k-1
     gv = sorted(pd.unique(df[group]).tolist(), key=_sort_key)
     if len(gv) < 2:
@@ -391,7 +410,7 @@ def own_variant(spec, *, raw_dir=None, allow_download: bool = True) -> OwnVarian
         raw_files=(_raw_file(fields),) if _is_url(str(fields["file"])) else (),
         builder=builder,
         features=info["_ftypes"],
-        group=fields["group"],
+        group=group_columns(fields["group"])[1],
         group_encoding=info["_group_encoding"],
         label=fields["label"],
         label_encoding=info["_label_encoding"],
