@@ -98,7 +98,21 @@ def check_data(cfg, raw_dir: str | None, processed_dir: str) -> None:
     data = prepare(cfg.dataset, raw_dir=raw_dir, processed_dir=Path(processed_dir), docs_dir=docs,
                    allow_download=False, fairness_metric=cfg.fairness_metric)
     pipeline.check_extra_groups(cfg, data)
+    check_group_count(cfg, data)
     smoke_fit(cfg, data)
+
+
+def check_group_count(cfg, data) -> None:
+    """Learners defined for two groups (registered with ``two_groups=True``: the Fair MIP Forest's regulariser)
+    are refused, naming the learner and the groups, when the data have more (e.g. intersectional groups)."""
+    from fairmiss.config import ConfigError
+    from fairmiss.learners.adapter import LEARNER_KINDS
+
+    k = int(data.df[data.group].nunique())
+    two = [ln.label for ln in cfg.learners if ln.kind in LEARNER_KINDS.with_flag("two_groups")]
+    if k > 2 and two:
+        raise ConfigError(f"learners: {two[0]} is defined for two groups, but the data have {k} groups in column "
+                          f"'{data.group}'; use one group column (or two-valued groups) with it, or another learner")
 
 
 #: rows of each label the import-path estimators are test-fitted on before a flow starts

@@ -100,3 +100,16 @@ def test_an_intersection_too_small_to_split_is_refused_by_name(tmp_path):
                                           "group": ["sex", "race"]}))
         pipeline.prepare(cfg.dataset, processed_dir=tmp_path / "processed")
     assert "'male · c'" in str(e.value) and "at least 2 rows" in str(e.value)
+
+
+def test_a_two_group_learner_is_refused_before_the_flow_when_intersections_make_more(tmp_path):
+    from flows.run import prepare_run
+
+    path, _ = _csv(tmp_path)
+    p = _cfg(tmp_path, {"file": str(path), "label": "y", "positive": "yes", "group": ["sex", "race"]})
+    d = yaml.safe_load(open(p))
+    d["learners"] = [{"kind": "fair_mip_forest", "name": "fmf", "n_trees": 1, "max_depth": 1}]
+    open(p, "w").write(yaml.safe_dump(d))
+    with pytest.raises(ConfigError) as e:
+        prepare_run(p, results_dir=str(tmp_path / "results"), processed_dir=str(tmp_path / "processed"))
+    assert "fmf is defined for two groups" in str(e.value) and "6 groups" in str(e.value)

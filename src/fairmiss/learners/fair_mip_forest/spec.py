@@ -77,4 +77,5 @@ def _fair_mip(spec, seed, threads):
 
 
 LEARNER_KINDS.register("fair_mip_forest", FairMIPForestSpec, _fair_mip, accepts_nan=True, needs_groups=True,
+                       two_groups=True,  # its regulariser compares exactly two groups (paper 000)
                        family="fair_mip_forest")
