@@ -251,8 +251,8 @@ def test_validation_receipt_skips_the_gate_only_for_the_same_table_and_suite(tmp
 
 
 def test_cell_cache_key_covers_what_the_cell_computes(tmp_path):
-    """The key changes with what a cell computes (metrics, consistency, extra_groups, data, code) and not with
-    sweep-level settings that leave the cell alone (number of splits, experiment name, execution)."""
+    """The key changes with what a cell computes (metrics, consistency, extra_groups, fairness_metric, data, code)
+    and not with sweep-level settings that leave the cell alone (number of splits, experiment name, execution)."""
     from conftest import small_config
 
     from fairmiss.config import load_config
@@ -269,9 +269,10 @@ def test_cell_cache_key_covers_what_the_cell_computes(tmp_path):
             cfg.model_copy(update={"execution": cfg.execution.model_copy(update={"max_workers": 1})})]
     assert all(key(c) == base for c in same)
     changed = [cfg.model_copy(update={"extra_groups": ["sex"]}), cfg.model_copy(update={"metrics": ["accuracy"]}),
-               cfg.model_copy(update={"consistency": {"gender": ["sex"]}})]
+               cfg.model_copy(update={"consistency": {"gender": ["sex"]}}),
+               cfg.model_copy(update={"fairness_metric": "fpr_difference"})]  # its interval is recorded
     keys = {key(c) for c in changed} | {key(cfg, data="e"), key(cfg, code="x")}
-    assert base not in keys and len(keys) == 5
+    assert base not in keys and len(keys) == 6
 
 
 def test_keep_model_false_drops_only_the_model(data):
@@ -289,3 +290,34 @@ def test_keep_model_false_drops_only_the_model(data):
     assert full.model is not None and lean.model is None
     assert full.metrics == lean.metrics and full.confusion == lean.confusion
     assert len(pickle.dumps(lean)) * 10 < len(pickle.dumps(full))
+
+
+def test_a_cell_records_bootstrap_intervals_but_the_summary_does_not_move(data):
+    """Accuracy and the fairness metric gain ``_ci_low`` / ``_ci_high`` (stratified bootstrap on the test rows,
+    seeded from the cell's key); the summary (metrics.json) is computed from exactly the same keys as without
+    them, and cells.csv gains them as its last columns."""
+    from fairmiss.metrics.bootstrap import bootstrap_ci
+    from fairmiss.seeds import derive_seed
+
+    a = _run(data, imputers=[{"kind": "mean"}], learners=[{"kind": "decision_tree", "max_depth": 3}],
+             fairness_metric="equalized_odds_difference")[0]
+    assert a.status == "ok", a.error
+    ci = {k: v for k, v in a.metrics.items() if "_ci_" in k}
+    assert set(ci) == {f"{m}_ci_{b}" for m in ("accuracy", "equalized_odds_difference") for b in ("low", "high")}
+    for m in ("accuracy", "equalized_odds_difference"):
+        assert a.metrics[f"{m}_ci_low"] < a.metrics[m] < a.metrics[f"{m}_ci_high"]
+    assert a.seeds["bootstrap"] == derive_seed(1, "bootstrap", a.key)
+    # the same numbers as the library call on the cell's test rows with that seed
+    c = parse_config({**BASE, "imputers": [{"kind": "mean"}], "learners": [{"kind": "decision_tree", "max_depth": 3}]})
+    sp = pipeline.make_split(c, data, 0, c.missingness[0])
+    te = sp.test_idx
+    y, s = data.df[data.label].to_numpy()[te], data.df[data.group].to_numpy()[te]
+    pred = a.model.predict(sp.X.to_numpy(dtype=float)[te])
+    iv = bootstrap_ci(y, pred, s, seed=a.seeds["bootstrap"], names=["accuracy"])["accuracy"]
+    assert (iv.low, iv.high) == (a.metrics["accuracy_ci_low"], a.metrics["accuracy_ci_high"])
+    bare = type(a)(**{**a.__dict__, "metrics": {k: v for k, v in a.metrics.items() if "_ci_" not in k}})
+    assert pipeline.summarise([a]) == pipeline.summarise([bare])
+    cols = list(pipeline.cells_table([a]).columns)
+    assert cols[:len(pipeline.cells_table([bare]).columns)] == list(pipeline.cells_table([bare]).columns)
+    assert cols[-4:] == ["accuracy_ci_low", "accuracy_ci_high", "equalized_odds_difference_ci_low",
+                         "equalized_odds_difference_ci_high"]

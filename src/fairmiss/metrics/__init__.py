@@ -8,6 +8,9 @@ tested against).
   groups, so more than two groups are supported) and ``<metric>_ratio`` (min / max);
 * ``equalized_odds_difference`` (max of |ΔTPR|, |ΔFPR|), ``equalized_odds_sum`` (|ΔTPR| + |ΔFPR|),
   ``demographic_parity_difference`` (statistical parity, gap in selection rate);
+* with more than two groups, which pair of groups attains each gap and which group is worst off on each
+  rate: :func:`gap_pairs` (labels, so apart from this dict); bootstrap confidence intervals of every value
+  computed from confusion counts: :mod:`fairmiss.metrics.bootstrap`;
 * paper 002's table convention as ``fn_share_group_<g>`` / ``fp_share_group_<g>``: false negatives
   and false positives as shares of *all* members of the group, next to the conditional rates
   ``fnr`` = FN / (FN + TP) and ``fpr`` = FP / (FP + TN).
@@ -49,6 +52,7 @@ from fairmiss.metrics.rates import (PRED_METRICS, auc, balanced_accuracy, binary
                                     selection_rate, tnr, tpr)
 
 from fairmiss.metrics.kinds import COUNT_METRICS, derive_gaps, fairness_choices, gap_rates
+from fairmiss.metrics.pairs import gap_pairs
 from fairmiss.metrics.rates import _cm
 
 logger = logging.getLogger(__name__)
@@ -62,7 +66,7 @@ KIND_MODULES = _discover("fairmiss.metrics", skip=("gaps", "independence", "kind
 
 __all__ = ["evaluate", "evaluate_reference", "group_confusion_matrices", "FAIRNESS_METRICS",
            "group_counts", "confusion_counts", "from_counts", "between_groups", "group_gaps", "gap_rms", "gap_max",
-           "MannWhitneyResult", "mann_whitney", "mann_whitney_groups", "independence_stats"]
+           "MannWhitneyResult", "mann_whitney", "mann_whitney_groups", "independence_stats", "gap_pairs"]
 
 # the pre-split private names, kept importable
 _rate, _binary, _from_counts, _gap, _PRED_METRICS = rate, binary, from_counts, between_groups, PRED_METRICS

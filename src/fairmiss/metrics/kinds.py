@@ -49,7 +49,9 @@ class MetricInfo:
     A gap is either the max − min over groups of a per-group ``rate`` (``<rate>_difference``, computed with
     the rate; a gap of another name is a copy of it, e.g. ``demographic_parity_difference``) or ``compute``,
     a function of the dict :func:`fairmiss.metrics.evaluate` has built so far (every ``<rate>_difference``
-    of ``uses`` is in it) returning a float, NaN as soon as an input is NaN.
+    of ``uses`` is in it) returning a float, NaN as soon as an input is NaN. A ``compute`` written with
+    elementwise numpy operations (``np.maximum``, not ``max``) also takes arrays, which lets
+    :mod:`fairmiss.metrics.bootstrap` evaluate it for every resample in one call (else once per resample).
     """
 
     name: str
@@ -158,7 +160,7 @@ register_metric("fpr_difference", kind="gap", label="FPR difference", rate="fpr"
                 summary=True)
 register_metric("tpr_difference", kind="gap", label="TPR difference", rate="tpr", needs=(1,), summary=True)
 register_metric("equalized_odds_difference", kind="gap", label="equalized odds difference (GAPMax)",
-                compute=lambda o: np.max([o["tpr_difference"], o["fpr_difference"]]), uses=("tpr", "fpr"),
+                compute=lambda o: np.maximum(o["tpr_difference"], o["fpr_difference"]), uses=("tpr", "fpr"),
                 needs=(0, 1), choice=True, summary=True)
 register_metric("equalized_odds_sum", kind="gap", label="equalized odds sum (ΔTPR + ΔFPR)",
                 compute=lambda o: o["tpr_difference"] + o["fpr_difference"], uses=("tpr", "fpr"), needs=(0, 1))

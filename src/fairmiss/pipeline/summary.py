@@ -89,8 +89,23 @@ def summarise(results: list[CellResult]) -> dict:
     return out
 
 
+def _interval_keys(results) -> list[str]:
+    """The bootstrap interval bounds the cells recorded (``<metric>_ci_low`` / ``_ci_high``), in the order of
+    their metric in :func:`~fairmiss.metrics.kinds.summary_metrics` (other metrics after, by name). Columns of
+    ``cells.csv`` only: they describe one cell's test split, so they are not averaged into ``metrics.json``."""
+    present = {k for r in results for k in r.metrics if k.endswith(("_ci_low", "_ci_high"))}
+    order = {m: i for i, m in enumerate(summary_metrics())}
+
+    def rank(k):
+        stem = k.rsplit("_ci_", 1)[0]
+        return (order.get(stem, len(order)), stem, not k.endswith("_low"))
+    return sorted(present, key=rank)
+
+
 def cells_table(results: list[CellResult]) -> pd.DataFrame:
-    keys = list(summary_metrics()) + _extra_keys(results)
+    """One row per cell: its identity, status, the summarised metrics, consistencies and extra-group gaps, then
+    the bootstrap intervals of its metrics (:func:`_interval_keys`)."""
+    keys = list(summary_metrics()) + _extra_keys(results) + _interval_keys(results)
     df = pd.DataFrame([
         {"key": r.key, "split": r.split_index, "missingness": r.missingness, "imputer": r.imputer,
          "learner": r.learner, "status": r.status, **{k: r.metrics.get(k) for k in keys}}
