@@ -51,11 +51,12 @@ class DatasetSpec(_Strict):
             return data
         own = [k for k in _OWN_ONLY if data.get(k) is not None]
         if data.get("file") is None:
+            own = [k for k in own if k != "group"]  # a registered dataset's groups: _regroup
             if own:
                 raise ValueError(f"{own[0]} is for your own data: give 'file' too (or remove it)")
             if data.get("name") is None:
                 raise ValueError("give 'name' (a registered dataset) or 'file' (your own CSV / Parquet data)")
-            return data
+            return _regroup(data)
         for k in ("label", "group"):
             if not data.get(k):
                 raise ValueError(f"'{k}' is required with 'file' (the column holding the {k})")
@@ -100,8 +101,37 @@ class DatasetSpec(_Strict):
         return out
 
 
-#: own data: the most group columns whose intersections are the groups
+#: the most group columns whose intersections are the groups
 MAX_GROUP_COLUMNS = 4
+
+
+def _regroup(data: dict) -> dict:
+    """A registered dataset with other groups: ``{name: compas_000, group: [race, sex]}`` is the variant
+    ``compas_000.race_x_sex`` (:func:`fairmiss.datasets.registry.regrouped`). The name is normalised to
+    carry the groups, and ``group`` to the columns the name carries, so that both spellings (and a dumped
+    config read again) are the same config with the same hash. Which columns may be groups is checked with
+    the dataset (``fairmiss.config.loading.check_dataset_spec``)."""
+    name, group = data["name"], data.get("group")
+    if not isinstance(name, str) or (group is None and "." not in name):
+        return data
+    from fairmiss.datasets.registry import GROUP_JOIN
+
+    base, dot, suffix = name.partition(".")
+    named = suffix.split(GROUP_JOIN) if dot else None
+    if group is not None:
+        cols = [group] if isinstance(group, str) else list(group)
+        if not all(isinstance(c, str) and c for c in cols):
+            raise ValueError(f"group: {group!r}: give a column name or a list of column names")
+        if len(set(cols)) != len(cols):
+            raise ValueError(f"group: {cols} names a column twice")
+        if len(cols) > MAX_GROUP_COLUMNS:
+            raise ValueError(f"group: {len(cols)} columns; at most {MAX_GROUP_COLUMNS} (their intersections "
+                             "are the groups, and they get small fast)")
+        if named is not None and named != cols:
+            raise ValueError(f"name '{name}' names the groups {named}, but group: {cols}; give one of them")
+    else:
+        cols = named
+    return {**data, "name": f"{base}.{GROUP_JOIN.join(cols)}", "group": cols[0] if len(cols) == 1 else cols}
 
 _OWN_ONLY = ("sha256", "label", "positive", "group", "group_names", "features", "drop", "categorical")
 _OWN_FIELDS_ALL = ("file", *_OWN_ONLY)

@@ -196,8 +196,15 @@ def check_dataset_spec(spec: DatasetSpec, source: str | Path = "<dict>") -> None
 
         ensure_registered(spec)  # a URL is fetched into the raw directory (verified against sha256 if given)
         return
-    if spec.name not in dataset_names():
-        raise ConfigError(f"{source}: dataset.name: unknown dataset '{spec.name}'; known: {', '.join(dataset_names())}")
+    base = spec.name.partition(".")[0]
+    if base not in dataset_names():
+        raise ConfigError(f"{source}: dataset.name: unknown dataset '{base}'; known: {', '.join(dataset_names())}")
+    if base != spec.name:  # other groups of a registered dataset (dataset.group)
+        from fairmiss.datasets.registry import GROUP_JOIN, regroup_problem
+
+        problem = regroup_problem(get_variant(base), spec.name.partition(".")[2].split(GROUP_JOIN))
+        if problem is not None:
+            raise ConfigError(f"{source}: dataset.{problem}")
     problems = get_variant(spec.name).option_problems(spec.options)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(f"dataset.options.{k}: {msg}" for k, msg in problems))

@@ -328,6 +328,7 @@ ADULT_004 = register(
         features=FEATURES_004,
         group="gender",
         group_encoding={0: "female", 1: "male"},
+        protected={"race": {0: "non-White", 1: "White"}},
         label="income",
         label_encoding={0: "<=50K", 1: ">50K"},
         expected_rows=45222,

@@ -49,6 +49,7 @@ ADULT_RACE = register(
         features={**{k: v for k, v in FEATURES_004.items() if k != "race"}, "gender": "binary"},
         group="race",
         group_encoding={0: "other", 1: "White"},
+        protected={"gender": {0: "female", 1: "male"}},
         label="income",
         label_encoding={0: "<=50K", 1: ">50K"},
         options={"missing": "keep", "standardize": True},

@@ -180,6 +180,7 @@ def _build_sex(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
     raw = read_german(paths[GERMAN_RAW.filename])
     out = _encode(raw, standardize=opts["standardize"], skip=("personal_status",))
     out["sex"] = sex_from_status(raw["personal_status"])
+    out["age_group"] = (raw["age"] >= 25).astype("int64")  # not a column of german_sex; a group with `group:`
     out["credit_risk"] = (raw["credit_risk"] == 2).astype("int64")
     info = {
         "rows_raw": len(raw), "rows_processed": len(out),
@@ -220,6 +221,7 @@ GERMAN_SEX = register(
                   **{k: v for k, v in _ONEHOT.items() if not k.startswith("personal_status_")}},
         group="sex",
         group_encoding={0: "female", 1: "male"},
+        protected={"age_group": {0: "age < 25", 1: "age >= 25"}},
         label="credit_risk",
         label_encoding={0: "good credit", 1: "bad credit"},
         expected_rows=1000,

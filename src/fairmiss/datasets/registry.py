@@ -51,6 +51,10 @@ class DatasetVariant:
     numeric_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     synthetic: bool = False
     options: dict = field(default_factory=dict)
+    #: further protected attributes of the builder's output, ``{column: {code: name}}`` (codes 0..m-1): with
+    #: the group column, the columns a config may intersect (``dataset: {name: compas_000, group: [race, sex]}``,
+    #: :func:`regrouped`)
+    protected: dict[str, dict[int, str]] = field(default_factory=dict)
 
     @property
     def columns(self) -> list[str]:
@@ -119,13 +123,87 @@ def register(variant: DatasetVariant) -> DatasetVariant:
 
 
 def lookup(name: str) -> DatasetVariant:
-    """The registered variant ``name`` (KeyError naming the known ones). This module is a leaf: it never
-    imports a dataset module; :mod:`fairmiss.datasets` imports the built-in ones (which register
-    themselves) and offers :func:`fairmiss.datasets.get_variant` over the complete registry."""
+    """The registered variant ``name`` (KeyError naming the known ones), or a regrouped one
+    (``<variant>.<col>`` or ``<variant>.<col>_x_<col>…``, :func:`regrouped`: built and registered on first
+    use, in every process that meets the name). This module is a leaf: it never imports a dataset module;
+    :mod:`fairmiss.datasets` imports the built-in ones (which register themselves) and offers
+    :func:`fairmiss.datasets.get_variant` over the complete registry."""
     try:
         return _REGISTRY[name]
     except KeyError:
+        base, dot, suffix = name.partition(".")
+        if dot and base in _REGISTRY:
+            return register(regrouped(_REGISTRY[base], suffix.split(GROUP_JOIN)))
         raise KeyError(f"unknown dataset '{name}'; known datasets: {', '.join(sorted(_REGISTRY))}") from None
+
+
+#: names the intersection of several group columns (``race_x_sex``); its values' names join with ``INTERSECTION_SEP``
+GROUP_JOIN = "_x_"
+INTERSECTION_SEP = " · "
+
+
+def regroup_problem(variant: DatasetVariant, cols: list[str]) -> str | None:
+    """Why ``cols`` cannot be the groups of ``variant`` (``None`` when they can)."""
+    allowed = {variant.group: variant.group_encoding, **variant.protected}
+    if len(set(cols)) != len(cols):
+        return f"group: {cols} names a column twice"
+    bad = [c for c in cols if c not in allowed]
+    if bad:
+        return (f"group: '{bad[0]}' is not a protected attribute of dataset '{variant.name}'; "
+                f"its protected attributes: {sorted(allowed)}")
+    return None
+
+
+def regrouped(variant: DatasetVariant, cols: list[str]) -> DatasetVariant:
+    """``variant`` with the groups of column(s) ``cols`` — its group column and/or its declared ``protected``
+    columns; several make intersectional groups. Named ``<variant>.<col>[_x_<col>…]``; the group column
+    ``<col>[_x_<col>…]`` codes the combinations in mixed radix, first column most significant
+    (race {0 Black, 1 White} x sex {0 Female, 1 Male}: 0 = "Black · Female", 1 = "Black · Male", 2 = "White ·
+    Female", 3 = "White · Male"). The group columns are not features (as the base variant's group is not; the
+    config's ``group_as_feature`` adds the intersection), and the base group column is dropped when it is not
+    one of them. Every combination must have rows (an empty one is a :class:`DatasetError` naming it): a
+    group is never silently merged or dropped."""
+    problem = regroup_problem(variant, cols)
+    if problem is not None:
+        raise DatasetError(problem)
+    names = {variant.group: variant.group_encoding, **variant.protected}
+    encodings = [dict(sorted(names[c].items())) for c in cols]
+    group = GROUP_JOIN.join(cols)
+    combos = [()]
+    for enc in encodings:
+        combos = [(*c, k) for c in combos for k in enc]
+    group_encoding = {i: INTERSECTION_SEP.join(enc[k] for enc, k in zip(encodings, combo))
+                      for i, combo in enumerate(combos)}
+    base_builder = variant.builder
+
+    def builder(paths: dict, opts: dict):
+        df, info = base_builder(paths, opts)
+        code = pd.Series(0, index=df.index, dtype="int64")
+        for c, enc in zip(cols, encodings):
+            values = df[c]
+            unknown = sorted(set(values.dropna().unique()) - set(enc))
+            if values.isna().any() or unknown:
+                raise DatasetError(f"dataset '{variant.name}': group column '{c}' has missing or unknown codes "
+                                   f"{unknown[:5]} (known: {enc})")
+            code = code * len(enc) + values.astype("int64")
+        counts = code.value_counts()
+        empty = [group_encoding[i] for i in group_encoding if int(counts.get(i, 0)) == 0]
+        if empty:
+            raise DatasetError(f"dataset '{variant.name}': group {cols}: no rows in the intersection(s) {empty}; "
+                               "use fewer group columns")
+        df = df.assign(**{group: code})
+        info = {**info, "groups": {"columns": list(cols), "encoding": group_encoding,
+                                   "counts": {group_encoding[int(i)]: int(n) for i, n in sorted(counts.items())}}}
+        return df, info
+
+    return DatasetVariant(
+        name=f"{variant.name}.{group}", description=f"{variant.description}; groups: {' x '.join(cols)}",
+        paper=variant.paper, raw_files=variant.raw_files, builder=builder,
+        features={k: v for k, v in variant.features.items() if k not in cols},
+        group=group, group_encoding=group_encoding, label=variant.label, label_encoding=variant.label_encoding,
+        expected_rows=variant.expected_rows,
+        numeric_ranges={k: v for k, v in variant.numeric_ranges.items() if k not in cols},
+        synthetic=variant.synthetic, options=variant.options)
 
 
 def registered() -> list[DatasetVariant]:
