@@ -578,7 +578,7 @@ def _write_outputs(stage: Path, cfg, results, data, groups, cells) -> dict:
     claims = decide_claims(cfg, results, data.dataset)  # the papers' claims this run decides (claim hooks)
     for name, table in claims.items():
         atomic_write_text(stage / name, table.to_csv(index=False))
-    table = pipeline.format_table(summary, cfg.fairness_metric)
+    table = pipeline.format_table(summary, cfg.fairness_metric, pipeline.one_split_intervals(results))
     atomic_write_text(stage / "summary.txt", table + "\n")
     from fairmiss.reporting.html import html_report, tradeoff_report, write_cell_metrics
 
@@ -699,7 +699,10 @@ def up_to_date_mlflow(cfg: ExperimentConfig, results_dir: str | Path = "results"
     if run is None or run.data.tags.get("data.processed_hash") != metrics.get("data_hash") \
             or run.data.tags.get("n_failed") != "0":
         return None
-    return {"metrics": metrics, "table": pipeline.format_table(metrics["summary"], cfg.fairness_metric),
+    summary_txt = out_dir / "summary.txt"  # the table the run printed (with its intervals, which need the cells)
+    table = summary_txt.read_text().rstrip("\n") if summary_txt.is_file() else \
+        pipeline.format_table(metrics["summary"], cfg.fairness_metric)
+    return {"metrics": metrics, "table": table,
             "parent_run_id": run.info.run_id, "tracking_uri": tracker.uri, "results_dir": str(out_dir),
             "failed": [], "skipped": True, "up_to_date": True}
 

@@ -39,3 +39,28 @@ def test_prefit_model_is_a_scikit_learn_estimator_without_warnings():
     assert tags.estimator_type == "classifier"
     assert twin.get_params()["model_uri"] == "models:/credit/1" and twin.model is fitted
     assert np.array_equal(pm.predict(X), fitted.predict(X))
+
+
+def test_one_split_shows_the_cells_bootstrap_interval():
+    """With one split the accuracy and the fairness metric show the cell's 95 % bootstrap interval (the numbers
+    of its ``<metric>_ci_low/high``), balanced accuracy (no interval recorded) says "(1 split)"."""
+    from types import SimpleNamespace
+
+    from fairmiss.pipeline.summary import INTERVAL_NOTE, one_split_intervals
+
+    cell = SimpleNamespace(status="ok", missingness="none", method="mean+logreg",
+                           metrics={"accuracy": 0.672, "accuracy_ci_low": 0.6312, "accuracy_ci_high": 0.7049,
+                                    "fnr_difference": 0.05, "fnr_difference_ci_low": -0.0101,
+                                    "fnr_difference_ci_high": 0.1236})
+    two = [SimpleNamespace(**{**vars(cell), "missingness": "mcar"}) for _ in range(2)]
+    intervals = one_split_intervals([cell, *two])
+    assert intervals == {("none", "mean+logreg"): {"accuracy": (0.6312, 0.7049), "fnr_difference": (-0.0101, 0.1236)}}
+    one = {"n_splits": 1, "accuracy_mean": 0.672, "accuracy_se": None, "balanced_accuracy_mean": 0.55,
+           "balanced_accuracy_se": None, "fnr_difference_mean": 0.05, "fnr_difference_se": None}
+    text = format_table({"none": {"mean+logreg": one}}, "fnr_difference", intervals)
+    assert "0.672 [0.631, 0.705]" in text and "0.050 [-0.010, 0.124]" in text and "0.550 (1 split)" in text, text
+    assert text.endswith(INTERVAL_NOTE) and "±" not in text
+    # several splits: the table is the one without intervals, byte for byte (committed summary.txt files keep)
+    many = {"mcar": {"mean+logreg": {**one, "n_splits": 2, "accuracy_se": 0.01, "balanced_accuracy_se": 0.01,
+                                     "fnr_difference_se": 0.02}}}
+    assert format_table(many, "fnr_difference", one_split_intervals(two)) == format_table(many, "fnr_difference")

@@ -1,4 +1,4 @@
-"""Summaries of a run's cell results: summarise, cells_table, format_table, SUMMARY_METRICS; the method
+"""Summaries of a run's cell results: summarise, cells_table, format_table (with one_split_intervals), SUMMARY_METRICS; the method
 labels (:func:`label_cells`)."""
 
 from __future__ import annotations
@@ -116,21 +116,56 @@ def cells_table(results: list[CellResult]) -> pd.DataFrame:
     return df
 
 
-def format_table(summary: dict, fairness_metric: str) -> str:
+def one_split_intervals(results: list[CellResult]) -> dict:
+    """``{(missingness, method): {metric: (low, high)}}``: the 95 % bootstrap intervals of the methods that ran on
+    one split only (:mod:`fairmiss.metrics.bootstrap`), where no standard error over splits exists; the table
+    then shows the cell's interval instead."""
+    per: dict = {}
+    for r in results:
+        if r.status == "ok":
+            per.setdefault((r.missingness, r.method), []).append(r)
+    out = {}
+    for key, rs in per.items():
+        if len(rs) == 1:
+            m = rs[0].metrics
+            out[key] = {k[:-len("_ci_low")]: (m[k], m.get(k[:-len("_ci_low")] + "_ci_high"))
+                        for k in m if k.endswith("_ci_low")}
+    return out
+
+
+#: the footnote of a table that shows intervals
+INTERVAL_NOTE = "[low, high]: 95 % bootstrap interval on the one split's test rows (resampled within each group)"
+
+
+def format_table(summary: dict, fairness_metric: str, intervals: dict | None = None) -> str:
     """The console / ``summary.txt`` table: per missingness, one row per method (mean ± SE over splits),
-    sorted by the fairness metric (smallest gap first)."""
+    sorted by the fairness metric (smallest gap first). A method that ran on one split has no standard error
+    (never "± 0.000"): its accuracy and fairness metric show the cell's 95 % bootstrap interval when
+    ``intervals`` (:func:`one_split_intervals`) holds it, else "(1 split)"."""
+    intervals = intervals or {}
     lines = []
+    shown = False
+    wide = 22 if intervals else 16
     for miss, methods in summary.items():
         lines.append(f"missingness: {miss}")
-        lines.append(f"  {'method':40s} {'accuracy':>16s} {'bal.acc':>16s} {fairness_metric:>24s}")
+        lines.append(f"  {'method':40s} {'accuracy':>{wide}s} {'bal.acc':>16s} {fairness_metric:>{wide + 8}s}")
         for m, e in sort_methods(methods, fairness_metric):
             def f(k):
+                nonlocal shown
                 mean, se = e.get(f"{k}_mean"), e.get(f"{k}_se")
                 if mean is None:
                     return "n/a"
-                # one split: no standard error exists (never "± 0.000"); MLflow gets no SE metric either
-                return f"{mean:.3f} (1 split)" if se is None else f"{mean:.3f} ± {se:.3f}"
-            lines.append(f"  {m:40s} {f('accuracy'):>16s} {f('balanced_accuracy'):>16s} {f(fairness_metric):>24s}")
+                if se is not None:
+                    return f"{mean:.3f} ± {se:.3f}"
+                lo, hi = intervals.get((miss, m), {}).get(k, (None, None))
+                if lo is None or hi is None or lo != lo or hi != hi:
+                    return f"{mean:.3f} (1 split)"
+                shown = True
+                return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
+            lines.append(f"  {m:40s} {f('accuracy'):>{wide}s} {f('balanced_accuracy'):>16s} "
+                         f"{f(fairness_metric):>{wide + 8}s}")
+    if shown:
+        lines.append(INTERVAL_NOTE)
     return "\n".join(lines)
 
 
