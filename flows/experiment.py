@@ -32,6 +32,7 @@ from fairmiss.reporting.mlflow_view import shared_view_tag
 from fairmiss.codeversion import cell_code_version
 from fairmiss.studies.claims import claim_sections, decide_claims
 from fairmiss.tracking import WRITER_ENV, CellWriter, RemoteTracker, Tracker, prestart_writer
+from fairmiss.tracking.groups import GROUP_TAG, coded_metrics
 from flows import errors
 from flows.errors import check_all_failed
 from flows.fastcheck import finished_cell_keys, run_fingerprint  # pure (no Prefect): shared with the fast up-to-date check
@@ -611,7 +612,8 @@ def _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, k
     for n, cell in enumerate(cells, 1):
         if cell.key in done:
             run = done[cell.key]
-            res = pipeline.reused_result(cell, run.data.params, run.data.metrics, run.info.run_id)
+            metrics = coded_metrics(run.data.metrics, run.data.tags.get(GROUP_TAG))  # fnr_Black -> fnr_group_0
+            res = pipeline.reused_result(cell, run.data.params, metrics, run.info.run_id)
             log.info("[%d/%d] %s: reused from run %s", n, len(cells),
                      run_name(res, with_missingness=len(cfg.missingness) > 1), run.info.run_id,
                      extra={"fairmiss_progress": True})

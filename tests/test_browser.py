@@ -115,7 +115,7 @@ def test_mlflow_ui_lists_the_sweep_runs_and_screenshot_is_logged(tmp_path):
         dom = _render(exe, compare, tmp_path)
         for r in children:
             assert r.info.run_name in dom, f"run {r.info.run_name} not shown in the compare view"
-        for name in ("imputer.kind", "learner.kind", "accuracy_group_0"):
+        for name in ("imputer.kind", "learner.kind", "accuracy_Black"):
             assert name in dom, f"{name} not shown in the compare view"
         shot = tmp_path / "mlflow_compare_runs.png"
         _render(exe, compare, tmp_path, screenshot=shot)

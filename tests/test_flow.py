@@ -71,7 +71,10 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
         assert r.data.params["dataset"] == "compas_000"
         assert r.data.params["learner.max_depth"] == "3"
         assert r.data.params["missingness.preset"] == "000_table3_compas"
-        assert {"accuracy", "fnr_difference", "fpr_group_0", "equalized_odds_difference"} <= set(r.data.metrics)
+        # the groups' names in metric keys, their codes in a tag
+        assert {"accuracy", "fnr_difference", "fpr_Black", "fpr_White", "equalized_odds_difference"} <= set(r.data.metrics)
+        assert not any("_group_" in k for k in r.data.metrics), sorted(r.data.metrics)
+        assert json.loads(r.data.tags["groups.metric_names"]) == {"0": "Black", "1": "White"}
         t = r.data.tags
         assert t["dataset"] == "compas_000" and len(t["data.processed_hash"]) == 16
         assert t["data.raw_sha256.compas-scores-two-years.csv"].startswith("c451db85")
@@ -95,7 +98,7 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
         assert json.loads(inp.dataset.source)["uri"].endswith("compas-scores-two-years.csv")
         assert {(x.key, x.value) for x in inp.tags} == {("mlflow.data.context", "training")}
         fnr0 = cm["groups"][0]["FN"] / (cm["groups"][0]["FN"] + cm["groups"][0]["TP"])
-        assert abs(fnr0 - r.data.metrics["fnr_group_0"]) < 1e-9
+        assert abs(fnr0 - r.data.metrics["fnr_Black"]) < 1e-9
     # the parent: dataset input, a summary table with the headline metrics first, a cells table
     assert parent.inputs.dataset_inputs[0].dataset.digest == parent.data.tags["data.processed_hash"]
     part = {a.path for a in client.list_artifacts(parent.info.run_id)}
@@ -178,6 +181,9 @@ def test_rerun_resumes_from_finished_cells(flow_run, tmp_path):
     assert parent.data.tags["n_reused"] == "4"
     a = (tmp / "results" / "compas_small" / "metrics.json").read_bytes()
     assert (tmp_path / "results" / "compas_small" / "metrics.json").read_bytes() == a
+    # every per-cell metric read back, per-group ones too (MLflow has fpr_Black, the library fpr_group_0)
+    cm = (tmp / "results" / "compas_small" / "cell_metrics.csv").read_text()
+    assert "fpr_group_0" in cm and (tmp_path / "results" / "compas_small" / "cell_metrics.csv").read_text() == cm
 
 
 def test_unchanged_rerun_is_up_to_date_and_force_reruns(flow_run):

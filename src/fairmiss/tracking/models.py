@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from fairmiss._errors import ConfigError
 from fairmiss._model_loader import set_model_loader
+from fairmiss.tracking.groups import GROUP_TAG, coded_metrics
 from fairmiss.tracking.store import DEFAULT_URI, _store_error, store_location
 
 def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str | None = None,
@@ -57,11 +58,12 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
         t = r.data.tags
         if "cell.key" not in t:
             continue
+        coded = coded_metrics(r.data.metrics, t.get(GROUP_TAG))  # fnr_Black -> fnr_group_0
         by_key[t["cell.key"]] = {
             "key": t["cell.key"], "run_id": r.info.run_id, "method": t.get("method") or t.get("cell.method"),
             "missingness": t.get("missingness") or r.data.params.get("missingness"),
             "split": int(t.get("split") or r.data.params.get("split.index") or 0),
-            **{m: r.data.metrics.get(m, float("nan")) for m in metrics}}
+            **{m: coded.get(m, float("nan")) for m in metrics}}
     info = {"run_id": parent.info.run_id, "run_name": parent.info.run_name, "config_hash": chash,
             "params": dict(parent.data.params), "uri": uri}
     return sorted(by_key.values(), key=lambda r: (r["split"], r["key"])), info  # summarise's order

@@ -18,6 +18,7 @@ import fairmiss
 from fairmiss.codeversion import code_version
 from fairmiss.cpu import cpu_fingerprint
 from fairmiss.io import pid_alive
+from fairmiss.tracking.groups import GROUP_TAG, named_metrics
 from fairmiss.tracking.store import (DEFAULT_URI, TrackingStoreError, _enable_wal, _guard_store, _lost_insert_race, _metric_name,
                                      _new_store_from_template, _requirements, _store_error, _store_lock,
                                      git_commit, resolve_uri)
@@ -276,8 +277,11 @@ class Tracker:
                                       "imputer": result.imputer, "learner": result.learner,
                                       "split": result.split_index, "missingness": result.missingness})
         try:
-            self._log_batch(run_id, params=result.params, metrics={**result.metrics, **result.timings},
-                            tags={f"seed.{k}": v for k, v in result.seeds.items()})
+            # the groups' names in metric keys (fnr_Black), their codes in a tag (fairmiss.tracking.groups)
+            metrics, slugs = named_metrics({**result.metrics, **result.timings}, group_names)
+            self._log_batch(run_id, params=result.params, metrics=metrics,
+                            tags={**{f"seed.{k}": v for k, v in result.seeds.items()},
+                                  GROUP_TAG: json.dumps(slugs, sort_keys=True)})
             files = {}
             if result.confusion:
                 labelled = labelled_confusion(result.confusion, group_names)
