@@ -238,6 +238,9 @@ def _cmd_datasets(args) -> int:
         ready = all(s in ("present", "in mirror") for s in states.values())
         label = "synthetic" if v.synthetic else ("ready" if ready else "needs raw files")
         print(f"{v.name:22s} {label:16s} {v.description}")
+        groups = ", ".join(f"{c} ({' / '.join(names.values())})"
+                           for c, names in {v.group: v.group_encoding, **v.protected}.items())
+        print(f"    {'groups (dataset.group)':34s} {groups}")
         for rf in v.raw_files:
             st = states[rf.filename]
             hint = "" if st in ("present", "in mirror") else f" — get it: {rf.url or rf.note}"

@@ -74,6 +74,11 @@ def test_both_spellings_and_a_dumped_config_are_one_config(tmp_path):
     ({"name": "compas_001", "group": ["race", "sex"]}, "unknown dataset 'compas_001'"),
     ({"name": "compas_000.race_x_sex", "group": ["sex", "race"]}, "names the groups ['race', 'sex'], but group"),
     ({"name": "compas_000", "group": ["race", "sex"], "group_names": {"0": "a"}}, "group_names is for your own data"),
+    ({"name": "compas_000", "group": 5}, "group: 5: give a column name or a list of column names"),
+    ({"name": "compas_000", "group": []}, "group: []: give a column name or a list of column names"),
+    ({"name": "compas_000.race_x_"}, "name 'compas_000.race_x_': give '<dataset>.<column>'"),
+    ({"name": "compas_000."}, "name 'compas_000.': give '<dataset>.<column>'"),
+    ({"name": "adult_000", "group": ["gender", "race"]}, "its protected attributes: ['gender']"),
 ])
 def test_bad_groups_of_a_registered_dataset_are_one_clear_error(tmp_path, dataset, expect):
     with pytest.raises(ConfigError) as e:
@@ -108,3 +113,12 @@ def test_a_two_group_learner_is_refused_on_compas_race_by_sex(tmp_path):
     with pytest.raises(ConfigError) as e:
         prepare_run(p, results_dir=str(tmp_path / "results"), processed_dir=str(tmp_path / "processed"))
     assert "fmf is defined for two groups" in str(e.value) and "4 groups" in str(e.value)
+
+
+def test_fairmiss_datasets_lists_the_groups_each_variant_offers(capsys):
+    from flows.cli import main
+
+    assert main(["datasets"]) == 0
+    out = capsys.readouterr().out
+    block = out[out.index("\ncompas_000 "):].split("\ncompas_002")[0]
+    assert "groups (dataset.group)             race (Black / White), sex (Female / Male)" in block, block

@@ -119,8 +119,8 @@ def _regroup(data: dict) -> dict:
     base, dot, suffix = name.partition(".")
     named = suffix.split(GROUP_JOIN) if dot else None
     if group is not None:
-        cols = [group] if isinstance(group, str) else list(group)
-        if not all(isinstance(c, str) and c for c in cols):
+        cols = [group] if isinstance(group, str) else list(group) if isinstance(group, list) else None
+        if not cols or not all(isinstance(c, str) and c for c in cols):
             raise ValueError(f"group: {group!r}: give a column name or a list of column names")
         if len(set(cols)) != len(cols):
             raise ValueError(f"group: {cols} names a column twice")
@@ -131,6 +131,9 @@ def _regroup(data: dict) -> dict:
             raise ValueError(f"name '{name}' names the groups {named}, but group: {cols}; give one of them")
     else:
         cols = named
+    if not base or not all(cols):
+        raise ValueError(f"name '{name}': give '<dataset>.<column>' or '<dataset>.<column>_x_<column>' "
+                         "(or 'name' and 'group')")
     return {**data, "name": f"{base}.{GROUP_JOIN.join(cols)}", "group": cols[0] if len(cols) == 1 else cols}
 
 _OWN_ONLY = ("sha256", "label", "positive", "group", "group_names", "features", "drop", "categorical")
