@@ -24,7 +24,7 @@ from conftest import free_port, small_config, wait_http
 
 from fairmiss.reporting.mlflow_view import metric_column, runs_page_url, shared_view_tag
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.server, pytest.mark.browser]
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",

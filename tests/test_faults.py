@@ -170,6 +170,7 @@ def test_prefect_servers_bind_loopback():
     assert 'sock.bind(("127.0.0.1", port))' in src and '"--host",\n                "127.0.0.1",' in src
 
 
+@pytest.mark.server
 @pytest.mark.slow
 def test_fairmiss_ui_binds_loopback(work):
     """`fairmiss ui` (flows/cli.py) listens on 127.0.0.1 only: checked on the live socket."""
@@ -379,6 +380,7 @@ def _stop(proc: subprocess.Popen, sig=signal.SIGKILL) -> None:
         proc.wait(timeout=60)
 
 
+@pytest.mark.server
 @pytest.mark.slow
 def test_mlflow_server_killed_mid_sweep(work):
     srv_dir = work / "server"

@@ -128,6 +128,7 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
     assert set(model.predict(X.to_numpy(dtype=float)[:50])) <= {0, 1}
 
 
+@pytest.mark.server
 def test_runs_visible_through_mlflow_server_rest_api(flow_run):
     tmp, cfg, out = flow_run
     port = free_port()

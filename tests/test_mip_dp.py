@@ -35,7 +35,7 @@ from fairmiss.learners.fair_mip_forest.tree import (
     prepare_batch,
     tree_objective,
 )
-from fairmiss.solver import solve, solver_available
+from fairmiss.solver import solve
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _mip_oracle import _split_masks, tiny_instance  # noqa: E402
@@ -44,7 +44,7 @@ from test_mip_search import _forest_data, medium_batch  # noqa: E402  (the searc
 EPS = 0.01
 REGULARISERS = ["none", "accuracy", "fpr", "fnr", "equalized_odds"]
 TERMS = {"none": [], "accuracy": ["accuracy"], "fpr": ["fpr"], "fnr": ["fnr"], "equalized_odds": ["fpr", "fnr"]}
-needs_highs = pytest.mark.skipif(not solver_available(), reason="HiGHS not available")
+needs_highs = pytest.mark.solver  # HiGHS is in the lock: without it these fail, never skip
 
 
 # ------------------------------------------------------------------- brute-force oracle
