@@ -475,6 +475,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
                 if sink is not None:
                     sink.stop()  # after an error or a signal, the batches still running start no other cell
             progress.close()
+            _warn_left_out_groups(cfg, results, groups, log)
             errors.redeliver_lost_sigterm()  # progress point (see there)
             # The results, tables, figures and report are written into a staging directory while the writer
             # process still writes the last child runs (the report's ~3 s of matplotlib no longer wait
@@ -603,6 +604,20 @@ def _publish(stage: Path, out_dir: Path, names: list[str]) -> dict[str, Path]:
         os.replace(stage / name, out_dir / name)
         out[name] = out_dir / name
     return out
+
+
+def _warn_left_out_groups(cfg, results, groups: dict, log) -> None:
+    """One console line naming the groups ``min_group_size`` left out of the gaps, and in how many cells."""
+    counts: dict[str, int] = {}
+    for r in results:
+        for k in r.metrics:
+            if k.startswith("left_out_group_"):
+                g = k[len("left_out_group_"):]
+                counts[g] = counts.get(g, 0) + 1
+    if counts:
+        log.warning("min_group_size %d: left out of the gaps (fewer test rows), still reported per group: %s",
+                    cfg.min_group_size, "; ".join(f"{groups.get(g, g)!r} in {n} of {len(results)} cells"
+                                                  for g, n in sorted(counts.items())))
 
 
 def _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, keys, data, groups, source, X_example,

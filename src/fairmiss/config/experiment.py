@@ -275,12 +275,20 @@ class ExperimentConfig(_Strict):
     #: the metrics on the complete test cases (``cc.<metric>``) and their difference to the full test set
     #: (``cc_bias.<metric>``) are reported too. Left out of dumps at ``none`` (config hashes unchanged).
     complete_case: Literal["none", "train", "test", "both"] = "none"
+    #: a group with fewer test rows than this in a cell is still reported (its per-group metrics, and
+    #: ``left_out_group_<g>`` = 1 with ``n_groups_left_out``) but left out of every gap and ratio of that cell
+    #: and of the gap's bootstrap interval, so that a handful of rows (a small intersection) does not decide the
+    #: gap; groups are never merged. Overall metrics keep every row. 0 (the default): every group counts. Left
+    #: out of dumps at 0 (config hashes unchanged).
+    min_group_size: Annotated[int, Field(ge=0)] = 0
 
     @model_serializer(mode="wrap")
     def _omit_default_complete_case(self, handler):
         out = handler(self)
         if isinstance(out, dict) and out.get("complete_case") == "none":
             del out["complete_case"]
+        if isinstance(out, dict) and out.get("min_group_size") == 0:
+            del out["min_group_size"]
         return out
 
     @model_validator(mode="after")

@@ -64,6 +64,8 @@ def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
     cc = getattr(cfg, "complete_case", "none")
     if cc != "none":  # only when set, so the cache keys of every existing cell are unchanged
         p["complete_case"] = cc
+    if getattr(cfg, "min_group_size", 0):
+        p["min_group_size"] = cfg.min_group_size
     return p
 
 
@@ -167,8 +169,7 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         keep = complete[te] if cc_mode in ("test", "both") else np.ones(len(te), dtype=bool)
         te_all, te = te, te[keep]
         pred, score, Xte_eval = pred[keep], (None if score is None else np.asarray(score)[keep]), Xte[keep]
-        res.metrics = evaluate(y[te], pred, s[te], y_score=score, metrics=cfg.metrics)
-        res.metrics.update(interval_metrics_of_cell(cfg, y[te], pred, s[te], seeds["bootstrap"]))
+        res.metrics = evaluate_cell(cfg, y[te], pred, s[te], score, seeds["bootstrap"])
         res.metrics.update(cc_metrics)
         res.metrics.update(consistency_metrics(cfg, data, learner, Xte_eval, imputer, X[te], s[te], pred))
         res.metrics.update(extra_group_metrics(cfg, data, te, y[te], pred))
@@ -199,6 +200,39 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
 
 #: the metrics a cell records a bootstrap confidence interval for, besides the config's ``fairness_metric``
 CI_METRICS = ("accuracy",)
+
+
+def _between_groups(key: str, metrics: dict) -> bool:
+    """Whether ``key`` of :func:`~fairmiss.metrics.evaluate`'s dict compares groups (a difference, ratio or
+    derived gap) rather than describing all rows (``fnr``) or one group (``fnr_group_0``)."""
+    return "_group_" not in key and not any(k.startswith(f"{key}_group_") for k in metrics)
+
+
+def evaluate_cell(cfg: ExperimentConfig, y_te, pred, s_te, score, seed: int) -> dict:
+    """A cell's metrics on its evaluated test rows (:func:`~fairmiss.metrics.evaluate`) and bootstrap intervals
+    (:func:`interval_metrics_of_cell`). With ``cfg.min_group_size`` a group with fewer test rows keeps its
+    per-group metrics, is flagged (``left_out_group_<g>`` = 1, ``n_groups_left_out``) and is left out of every
+    between-group value: the differences, ratios and derived gaps, and the fairness metric's interval, are those
+    of the other groups' rows (with fewer than two left: NaN, as for any one-group split); overall metrics and
+    the accuracy interval keep every row."""
+    out = evaluate(y_te, pred, s_te, y_score=score, metrics=cfg.metrics)
+    codes, sizes = np.unique(s_te, return_counts=True)
+    small = codes[sizes < cfg.min_group_size]
+    if len(small) == 0:
+        out.update(interval_metrics_of_cell(cfg, y_te, pred, s_te, seed))
+        if cfg.min_group_size:
+            out["n_groups_left_out"] = 0.0
+        return out
+    kept = ~np.isin(s_te, small)
+    between = evaluate(y_te[kept], pred[kept], s_te[kept], metrics=cfg.metrics,
+                       y_score=None if score is None else np.asarray(score)[kept])
+    out.update({k: v for k, v in between.items() if _between_groups(k, between)})
+    out.update(interval_metrics(bootstrap_ci(y_te, pred, s_te, seed=seed, names=list(CI_METRICS))))
+    gap = [m for m in dict.fromkeys((*CI_METRICS, cfg.fairness_metric)) if m not in CI_METRICS]
+    out.update(interval_metrics(bootstrap_ci(y_te[kept], pred[kept], s_te[kept], seed=seed, names=gap)))
+    out.update({f"left_out_group_{g}": 1.0 for g in small})
+    out["n_groups_left_out"] = float(len(small))
+    return out
 
 
 def interval_metrics_of_cell(cfg: ExperimentConfig, y_te, pred, s_te, seed: int) -> dict:
