@@ -64,3 +64,39 @@ def test_one_split_shows_the_cells_bootstrap_interval():
     many = {"mcar": {"mean+logreg": {**one, "n_splits": 2, "accuracy_se": 0.01, "balanced_accuracy_se": 0.01,
                                      "fnr_difference_se": 0.02}}}
     assert format_table(many, "fnr_difference", one_split_intervals(two)) == format_table(many, "fnr_difference")
+
+
+def test_the_table_names_the_groups_between_which_the_gap_lies():
+    """Per missingness and method: the rate behind the fairness metric, its worst and best group by name, in the
+    most common pair over splits; groups left out by min_group_size are not candidates; printed under each
+    missingness's rows in the table's order."""
+    from types import SimpleNamespace
+
+    from fairmiss.pipeline.summary import gap_groups
+
+    def cell(method, fnr, fpr=None, tpr=None, left=()):
+        m = {f"fnr_group_{g}": v for g, v in enumerate(fnr)}
+        m.update({f"fpr_group_{g}": v for g, v in enumerate(fpr or [])})
+        m.update({f"tpr_group_{g}": v for g, v in enumerate(tpr or [])})
+        m.update({f"left_out_group_{g}": 1.0 for g in left})
+        return SimpleNamespace(status="ok", missingness="mcar", method=method, metrics=m)
+
+    names = {"0": "Black · Female", "1": "Black · Male", "2": "White · Female"}
+    res = [cell("a", [0.2, 0.5, 0.1]), cell("a", [0.2, 0.5, 0.1]), cell("a", [0.6, 0.5, 0.1]),
+           cell("b", [0.2, 0.5, 0.9], left=[2])]
+    between = gap_groups(res, "fnr_difference", names)
+    assert between == {
+        ("mcar", "a"): "fnr worst (highest) for 'Black · Male', lowest for 'White · Female' (2 of 3 splits)",
+        ("mcar", "b"): "fnr worst (highest) for 'Black · Male', lowest for 'Black · Female' (1 of 1 split)"}
+    row = {"n_splits": 3, "accuracy_mean": 0.7, "accuracy_se": 0.01, "balanced_accuracy_mean": 0.6,
+           "balanced_accuracy_se": 0.01, "fnr_difference_se": 0.01}
+    text = format_table({"mcar": {"a": {**row, "fnr_difference_mean": 0.3}, "b": {**row, "fnr_difference_mean": 0.1}}},
+                        "fnr_difference", between=between)
+    assert text.splitlines()[-3:] == ["  fnr_difference between:",
+                                      f"    b: {between[('mcar', 'b')]}", f"    a: {between[('mcar', 'a')]}"], text
+    # equalized odds: the rate whose difference is larger in the cell (here TPR: 0.7 against FPR's 0.1)
+    eo = gap_groups([cell("a", [0.3, 0.3, 0.3], fpr=[0.1, 0.2, 0.15], tpr=[0.9, 0.2, 0.5])],
+                    "equalized_odds_difference", names)
+    assert eo[("mcar", "a")] == "tpr worst (lowest) for 'Black · Male', highest for 'Black · Female' (1 of 1 split)"
+    # undefined rates (a NaN group) name nobody; the table then has no such lines
+    assert gap_groups([cell("a", [0.2, float("nan"), 0.1])], "fnr_difference", names) == {}

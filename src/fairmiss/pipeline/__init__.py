@@ -48,7 +48,7 @@ from fairmiss.pipeline.impute_cache import (IMPUTE_CACHE, ImputationCache,  # no
                                             _shared_imputation)
 from fairmiss.pipeline.split import SplitData, _masked_columns, _warn_test_split, make_split  # noqa: F401
 from fairmiss.pipeline.summary import (SUMMARY_METRICS, _extra_keys, cells_table, format_table, headline,  # noqa: F401
-                                      one_split_intervals, summarise, tradeoff_table)
+                                      gap_groups, one_split_intervals, summarise, tradeoff_table)
 
 _IMPUTE_CACHE = IMPUTE_CACHE.entries  # the same dict as before K (tests and bench clear it)
 _IMPUTE_LOCKS = IMPUTE_CACHE.locks

@@ -133,13 +133,81 @@ def one_split_intervals(results: list[CellResult]) -> dict:
     return out
 
 
+def _code_order(code: str):
+    return (0, int(code), "") if code.lstrip("-").isdigit() else (1, 0, code)
+
+
+def _cell_pair(metrics: dict, rates: list[str]) -> tuple[str, str, str] | None:
+    """``(rate, code with the highest value, code with the lowest)`` of the rate among ``rates`` whose
+    difference is largest in one cell's metrics (ties: the first rate, the first group in code order), over
+    the groups not left out by ``min_group_size``; ``None`` when no rate is defined on two groups."""
+    left = {k[len("left_out_group_"):] for k in metrics if k.startswith("left_out_group_")}
+    best = None
+    for rate in rates:
+        head = f"{rate}_group_"
+        by = {k[len(head):]: v for k, v in metrics.items() if k.startswith(head) and k[len(head):] not in left}
+        if len(by) < 2 or any(v != v for v in by.values()):
+            continue
+        codes = sorted(by, key=_code_order)
+        hi = max(codes, key=lambda c: by[c])  # max/min keep the first of equal values: code order
+        lo = min(codes, key=lambda c: by[c])
+        if hi == lo:
+            hi, lo = codes[0], codes[1]
+        if best is None or by[hi] - by[lo] > best[0]:
+            best = (by[hi] - by[lo], rate, hi, lo)
+    return None if best is None else best[1:]
+
+
+def gap_groups(results: list[CellResult], fairness_metric: str, groups: dict) -> dict:
+    """``{(missingness, method): text}``: between which groups the fairness metric's gap lies — the rate behind
+    it (``fnr`` for ``fnr_difference``; for a gap computed from several rates, e.g. equalized odds, the rate
+    whose difference is largest in the cell) and the groups with its highest and lowest value, named, in the
+    most common pair over the splits ("2 of 3 splits"; ties: the pair seen first); where lower or higher is
+    better (FNR, FPR, TPR, accuracy) the worse-off group is said first. Methods without per-group metrics
+    defined on two groups have no entry. :func:`format_table` prints them under each missingness's rows."""
+    from collections import Counter
+
+    from fairmiss.metrics.kinds import METRIC_TABLE
+
+    info = METRIC_TABLE.get(fairness_metric)
+    if info is None:
+        return {}
+    rates = [info.rate] if info.rate else list(info.uses or ())
+    better = {"tpr": "higher", "tnr": "higher"}
+    per: dict = {}
+    for r in results:
+        if r.status == "ok":
+            pair = _cell_pair(r.metrics, rates)
+            per.setdefault((r.missingness, r.method), Counter())[pair] += pair is not None
+    out = {}
+    for key, counts in per.items():
+        total = sum(counts.values())
+        if not total:
+            continue
+        order = list(counts)
+        (rate, hi, lo), n = max(((k, v) for k, v in counts.items() if k is not None),
+                                key=lambda kv: (kv[1], -order.index(kv[0])))
+        name = {c: repr(str(groups.get(c, groups.get(str(c), c)))) for c in (hi, lo)}
+        direction = METRIC_TABLE[rate].better if rate in METRIC_TABLE else better.get(rate)
+        if direction == "lower":
+            text = f"{rate} worst (highest) for {name[hi]}, lowest for {name[lo]}"
+        elif direction == "higher":
+            text = f"{rate} worst (lowest) for {name[lo]}, highest for {name[hi]}"
+        else:
+            text = f"{rate} highest for {name[hi]}, lowest for {name[lo]}"
+        out[key] = f"{text} ({n} of {total} split{'s' if total != 1 else ''})"
+    return out
+
+
 #: the footnote of a table that shows intervals
 INTERVAL_NOTE = "[low, high]: 95 % bootstrap interval on the one split's test rows (resampled within each group)"
 
 
-def format_table(summary: dict, fairness_metric: str, intervals: dict | None = None) -> str:
+def format_table(summary: dict, fairness_metric: str, intervals: dict | None = None,
+                 between: dict | None = None) -> str:
     """The console / ``summary.txt`` table: per missingness, one row per method (mean ± SE over splits),
-    sorted by the fairness metric (smallest gap first). A method that ran on one split has no standard error
+    sorted by the fairness metric (smallest gap first), then between which groups each method's gap lies
+    (``between``, :func:`gap_groups`). A method that ran on one split has no standard error
     (never "± 0.000"): its accuracy and fairness metric show the cell's 95 % bootstrap interval when
     ``intervals`` (:func:`one_split_intervals`) holds it, else "(1 split)"."""
     intervals = intervals or {}
@@ -164,6 +232,11 @@ def format_table(summary: dict, fairness_metric: str, intervals: dict | None = N
                 return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
             lines.append(f"  {m:40s} {f('accuracy'):>{wide}s} {f('balanced_accuracy'):>16s} "
                          f"{f(fairness_metric):>{wide + 8}s}")
+        named = [(m, between[(miss, m)]) for m, _ in sort_methods(methods, fairness_metric)
+                 if (miss, m) in (between or {})]
+        if named:  # gap_groups: whom the gap is between, in the table's order
+            lines.append(f"  {fairness_metric} between:")
+            lines.extend(f"    {m}: {text}" for m, text in named)
     if shown:
         lines.append(INTERVAL_NOTE)
     return "\n".join(lines)
