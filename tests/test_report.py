@@ -324,3 +324,48 @@ def test_report_tables_use_one_missing_value_sign():
     assert not {"nan", "NaN", "<NA>", "NaT"} & set(cells)
     assert [_pm(None, None), _pm(np.nan, 0.1), _pm(pd.NA, None), _pm(0.5, np.nan), _pm(0.5, 0.25)] == [
         "—", "—", "—", "0.500", "0.500 ± 0.250"]
+
+
+def test_group_bars_show_each_missingness_scenario_never_their_average(tmp_path):
+    """Two scenarios, one method: two bar clusters with each scenario's own per-group means (the bars once
+    averaged the scenarios under the method's name); one scenario: the methods, and the title names it."""
+    from fairmiss.reporting.group_figures import group_bar_frame, plot_group_bars
+
+    rows = [{"missingness": miss, "method": "mean+tree", "metric": "fnr", "group": g, "group_name": name,
+             "mean": v, "se": 0.01, "n": 3}
+            for miss, vals in (("mcar", (0.2, 0.3)), ("mnar", (0.5, 0.9)))
+            for (g, name), v in zip((("0", "Black"), ("1", "White")), vals)]
+    gt = pd.DataFrame(rows)
+    d = group_bar_frame(gt, "fnr")
+    heights = {(x, g): m for x, g, m in zip(d["_x"], d["group"], d["mean"])}
+    assert heights == {("mcar · mean+tree", "0"): 0.2, ("mcar · mean+tree", "1"): 0.3,
+                       ("mnar · mean+tree", "0"): 0.5, ("mnar · mean+tree", "1"): 0.9}
+    one = group_bar_frame(gt[gt["missingness"] == "mnar"], "fnr")
+    assert set(one["_x"]) == {"mean+tree"}
+    assert plot_group_bars(gt, "fnr", tmp_path / "bars.png").stat().st_size > 0
+
+
+def test_point_labels_of_coinciding_methods_do_not_overlap():
+    """Two methods at the same (gap, accuracy) get labels one line apart; a distant one keeps the first line."""
+    from matplotlib.figure import Figure
+
+    from fairmiss.reporting.plots import label_offsets
+
+    ax = Figure(figsize=(6.4, 4.8)).add_subplot()
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    dy = label_offsets(ax, [(0.2, 0.6), (0.2, 0.6), (0.21, 0.6), (0.9, 0.1)])
+    assert dy[0] == 3.0 and dy[1] - dy[0] >= 7.0 and dy[2] - dy[1] >= 7.0 and dy[3] == 3.0
+
+
+def test_an_import_path_learner_is_its_own_family():
+    from types import SimpleNamespace
+
+    from fairmiss.reporting.html import _family
+
+    def res(learner, kind, method):
+        return SimpleNamespace(params={"learner.kind": kind}, learner=learner, imputer="knn10", method=method)
+
+    assert _family(res("gbm", "estimator", "knn10+gbm")) == "knn10+gbm"
+    assert _family(res("logreg", "estimator", "knn10+logreg")) == "knn10+logreg"
+    assert _family(res("tree_d3", "decision_tree", "knn10+tree_d3")) == "knn10+decision_tree"

@@ -21,7 +21,7 @@ from fairmiss.reporting.plots import save_figure
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["plot_group_bars", "imputation_long", "imputation_error_figure", "plot_imputation_error", "confusion_long",
+__all__ = ["group_bar_frame", "plot_group_bars", "imputation_long", "imputation_error_figure", "plot_imputation_error", "confusion_long",
            "confusion_sums", "confusion_figure", "plot_confusion", "CONFUSION_COLUMNS"]
 
 CONFUSION_COLUMNS = ["key", "split", "missingness", "method", "group", "group_name", "TN", "FP", "FN", "TP", "n"]
@@ -34,26 +34,39 @@ def _group_sort(g) -> tuple:
 
 
 # --------------------------------------------------------------------------------- per-group metric bars
+def group_bar_frame(gt: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The rows of the per-group table behind :func:`plot_group_bars`, with the bar cluster's label ``_x``: one
+    cluster per missingness scenario x method (never an average over scenarios) — the method alone when there
+    is one scenario (the title then names it), ``<missingness> · <method>`` otherwise."""
+    d = gt[gt["metric"] == metric]
+    if "missingness" not in d:
+        d = d.assign(missingness="")
+    one = d["missingness"].nunique() <= 1
+    return d.assign(_x=d["method"] if one else d["missingness"] + " · " + d["method"])
+
+
 def plot_group_bars(gt: pd.DataFrame, metric: str, path: Path, *, title: str = "") -> Path | None:
     """Per-group bars (mean ± SE over splits) of one metric for every method, from the report's per-group table
     (:func:`fairmiss.reporting.html.group_metric_table`)."""
-    d = gt[gt["metric"] == metric]
+    d = group_bar_frame(gt, metric)
     if d.empty:
         return None
-    methods = sorted(d["method"].unique())
-    groups = sorted(d["group"].unique(), key=str)
+    scenarios = sorted(d["missingness"].unique())
+    methods = sorted(d["_x"].unique())
+    groups = sorted(d["group"].unique(), key=_group_sort)
     fig = Figure(figsize=(max(6.0, 0.55 * len(methods) * len(groups) + 2), 4.2))
     ax = fig.add_subplot()
     width = 0.8 / len(groups)
     x = np.arange(len(methods))
     for j, g in enumerate(groups):
-        dg = d[d["group"] == g].groupby("method")[["mean", "se"]].mean().reindex(methods)
+        dg = d[d["group"] == g].set_index("_x")[["mean", "se"]].reindex(methods)
         name = d.loc[d["group"] == g, "group_name"].iloc[0] if "group_name" in d else f"group {g}"
         ax.bar(x + (j - (len(groups) - 1) / 2) * width, dg["mean"], width, yerr=dg["se"].fillna(0), capsize=2,
                label=f"{name} ({g})" if str(name) != str(g) else f"group {g}", color=f"C{j % 10}")
     ax.set_xticks(x, methods, rotation=35, ha="right", fontsize="small")
     ax.set_ylabel(metric.replace("_", " "))
-    ax.set_title(title or f"{metric} by group (mean ± SE over splits)")
+    where = f", missingness {scenarios[0]}" if len(scenarios) == 1 and scenarios[0] else ""
+    ax.set_title(title or f"{metric} by group{where} (mean ± SE over splits)")
     ax.legend(fontsize="small")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()

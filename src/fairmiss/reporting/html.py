@@ -28,8 +28,11 @@ __all__ = ["tradeoff_report", "cell_metrics_long", "write_cell_metrics", "group_
 
 def _family(r) -> str:
     """A method's family (one colour and one Pareto front in the trade-off figure): the learner kind, with
-    the imputer where the method label names it (``mean+exponentiated_gradient``)."""
+    the imputer where the method label names it (``mean+exponentiated_gradient``); for an import-path learner
+    (``kind: estimator``) its name, since two such learners are different classes."""
     kind = str(r.params.get("learner.kind", r.learner))
+    if kind == "estimator":
+        kind = str(r.learner)
     return kind if r.method == r.learner else f"{r.imputer}+{kind}"
 
 

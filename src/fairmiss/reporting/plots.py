@@ -77,6 +77,26 @@ def _groups(sensitive_features, n: int) -> tuple[np.ndarray, list]:
     return s, sorted(pd.unique(s), key=str)
 
 
+def label_offsets(ax, points: list[tuple[float, float]], *, step: float = 7.0) -> list[float]:
+    """Vertical offsets (points) for labels beside ``points`` so that no two overlap: in order, each label goes
+    up one ``step`` at a time until no label placed before sits within ~12 % of the axes' width and one line of
+    its position (two methods with the same accuracy and gap get two lines instead of one smudge)."""
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    height_pt = ax.get_window_extent().height * 72 / ax.figure.dpi or 300.0
+    placed: list[tuple[float, float]] = []
+    out = []
+    for x, y in points:
+        fx = (x - x0) / ((x1 - x0) or 1.0)
+        fy = (y - y0) / ((y1 - y0) or 1.0) * height_pt  # in points
+        dy = 3.0
+        while any(abs(fx - px) < 0.12 and abs(fy + dy - py) < step for px, py in placed):
+            dy += step
+        placed.append((fx, fy + dy))
+        out.append(dy)
+    return out
+
+
 def plot_tradeoff(agg: pd.DataFrame, path, *, gap: str = "gap", accuracy: str = "accuracy",
                   method: str = "method", mode: Literal["nondominated", "envelope"] = "nondominated",
                   gap_label: str = "fairness gap", title: str | None = None,
@@ -131,10 +151,10 @@ def plot_tradeoff(agg: pd.DataFrame, path, *, gap: str = "gap", accuracy: str = 
             draw(df, m, alpha=0.25, label=None)
     if point_label is not None:
         shown = pd.concat([res.kept, res.dropped]) if show_dropped else res.kept
-        for _, r in shown.iterrows():
-            if np.isfinite(r[gm]) and np.isfinite(r[am]):
-                ax.annotate(str(r[point_label]), (r[gm], r[am]), xytext=(3, 3), textcoords="offset points",
-                            fontsize=6, color=colors[r[method]])
+        pts = [(float(r[gm]), float(r[am]), str(r[point_label]), colors[r[method]]) for _, r in shown.iterrows()
+               if np.isfinite(r[gm]) and np.isfinite(r[am])]
+        for (x, y, text, color), dy in zip(pts, label_offsets(ax, [(x, y) for x, y, _, _ in pts])):
+            ax.annotate(text, (x, y), xytext=(3, dy), textcoords="offset points", fontsize=6, color=color)
     ax.set_xlabel(gap_label)
     ax.set_ylabel("accuracy")
     if title:
