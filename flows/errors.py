@@ -197,14 +197,17 @@ def redeliver_lost_sigterm() -> None:
         signal.raise_signal(signal.SIGTERM)
 
 
-def _exit_now(code: int) -> None:
+def _exit_now(code: int, said: str | None = None) -> None:
     """End the process without joining abandoned task threads: run the exit handlers (Prefect's ephemeral API
-    server is stopped by one), flush the streams, then ``os._exit``."""
+    server is stopped by one), print ``said`` (so that it is the last line), flush the streams, then
+    ``os._exit``."""
     import atexit
     import os
 
     try:
         atexit._run_exitfuncs()
+        if said:
+            print(said, file=sys.stderr)
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -214,9 +217,15 @@ def _exit_now(code: int) -> None:
         os._exit(code)
 
 
+#: what a stopped run keeps, said after Ctrl-C and SIGTERM
+RESUME_HINT = ("the cells that finished are kept in the tracking store, and the same command resumes from them "
+               "(execution.resume, on by default); the run itself is marked FAILED")
+
+
 def run_guarded(fn) -> int:
     """Run a command's flow: user errors print one line ``fairmiss: error: …`` and exit 2 (a run whose every
-    cell failed: see :class:`CellsFailedError`); with ``-v`` the traceback comes first.
+    cell failed: see :class:`CellsFailedError`); with ``-v`` the traceback comes first. Ctrl-C prints one line
+    saying how to resume (:data:`RESUME_HINT`) and exits 130; SIGTERM the same line and 143.
 
     SIGTERM exits through ``SystemExit(143)`` rather than the default action, so that exit handlers run:
     Prefect's flow engine turns SIGTERM into a crash of the flow run and then re-delivers it to the
@@ -240,9 +249,18 @@ def run_guarded(fn) -> int:
     quiet_prefect_console()
     try:
         fn()
-    except SystemExit:
+    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 (no traceback: stopping is what the user asked for)
+        said = f"fairmiss: interrupted (Ctrl-C); {RESUME_HINT}"
+        if ABANDONED:
+            _exit_now(130, said)
+        print(said, file=sys.stderr)
+        return 130
+    except SystemExit as exc:
+        said = f"fairmiss: stopped (SIGTERM); {RESUME_HINT}" if exc.code == 143 else None
         if ABANDONED:  # a stopped flow's clean-up is done; its running cells' threads are not waited for
-            _exit_now(143)
+            _exit_now(143, said)
+        if said:
+            print(said, file=sys.stderr)
         raise
     except Exception as exc:
         found = user_error_message(exc)
