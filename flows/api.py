@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from fairmiss._errors import ConfigError
 from flows.run import run_any
 
 __all__ = ["RunResult", "run"]
@@ -105,6 +106,11 @@ def run(config: str | Path | Mapping[str, Any], *, quick: bool = False, results_
             os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
         try:
             out = run_any(path, quick=quick, force=force, **kw)
+        except ConfigError as exc:
+            if not isinstance(config, Mapping) or str(path) not in str(exc):
+                raise
+            # a dict config: the error names the key, not the temporary file the dict was written to
+            raise ConfigError(str(exc).replace(str(path), "<config dict>")) from None
         finally:
             if tracking_uri is not None:
                 if old is None:

@@ -31,3 +31,18 @@ def test_a_value_yaml_cannot_hold_names_its_key(tmp_path):
     with pytest.raises(ConfigError, match=r"learners\.0\.max_depth: a object cannot be written"):
         _write_yaml(cfg, tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_an_invalid_dict_config_names_its_key_not_a_temporary_file(tmp_path):
+    """The dict is written to a temporary config.yaml for the flow; an error names the key and ``<config dict>``,
+    never that file (deleted by the time the user reads the message). Nothing starts: the check comes first."""
+    from flows.api import run
+
+    cfg = yaml.safe_load(small_config(tmp_path).read_text())
+    cfg["split"]["test_size"] = 1.5
+    with pytest.raises(ConfigError) as e:
+        run(cfg, results_dir=tmp_path / "results", processed_dir=tmp_path / "processed")
+    msg = str(e.value)
+    assert msg.startswith("<config dict>: ") and "split.test_size" in msg, msg
+    assert "fairmiss-api-" not in msg and "config.yaml" not in msg, msg
+    assert not (tmp_path / "results").exists() and not (tmp_path / "processed").exists()
