@@ -21,7 +21,7 @@ Datasets:
 
 Command that produced ``bench/results/002_sweep.{md,json}``::
 
-    FAIRMISS_DATA_MIRROR=/work/shared/data/raw OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
+    FAIRMISS_DATA_MIRROR=../shared/data/raw OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
         .venv/bin/python bench/bench_002_sweep.py
 """
 

@@ -25,7 +25,7 @@ other jobs on the machine).
 ``bench/results/budro.md`` (the markdown keeps the hand-written sections after the
 ``<!-- generated -->`` table). Run::
 
-    FAIRMISS_DATA_MIRROR=/work/shared/data/raw OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+    FAIRMISS_DATA_MIRROR=../shared/data/raw OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
         .venv/bin/python bench/bench_budro.py
 """
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import subprocess
 import time
@@ -45,7 +46,7 @@ from fairmiss.solver import solve
 
 logger = logging.getLogger("bench_mip")
 ROOT = Path(__file__).resolve().parents[1]
-RAW = Path("/work/shared/data/raw/compas-scores-two-years.csv")
+RAW = Path(os.environ.get("FAIRMISS_DATA_MIRROR") or ROOT.parent / "shared" / "data" / "raw") / "compas-scores-two-years.csv"
 FEATURES = ["age_cat_25-45", "age_cat_Greater-than-45", "age_cat_Less-than-25", "sex",
             "priors_count", "c_charge_degree"]
 

@@ -2,8 +2,8 @@
 (HSLS, HCP) on generated files, synthetic stand-ins against their calibration targets, and a
 bad-input corpus (every malformed raw file raises DatasetError naming file and column).
 
-Real-data tests use ``FAIRMISS_DATA_MIRROR`` (default ``/work/shared/data/raw``, override with
-``FAIRMISS_TEST_MIRROR``) and FAIL when the mirror is missing: they are not optional.
+Real-data tests use ``FAIRMISS_DATA_MIRROR`` (default ``../shared/data/raw`` beside the checkout, override
+with ``FAIRMISS_TEST_MIRROR``) and FAIL when the mirror is missing: they are not optional.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from fairmiss.datasets import get_variant
 from fairmiss.datasets.registry import DatasetError
 from fairmiss.datasets.validate import validate_table
 
-MIRROR = Path(os.environ.get("FAIRMISS_TEST_MIRROR", "/work/shared/data/raw"))
+MIRROR = Path(os.environ.get("FAIRMISS_TEST_MIRROR") or os.environ.get("FAIRMISS_DATA_MIRROR")
+              or Path(__file__).resolve().parents[2] / "shared" / "data" / "raw")
 REAL_FILES = ["adult.data", "adult.test", "german.data", "compas-scores-two-years.csv"]
 
 

@@ -18,7 +18,7 @@ from fairmiss.datasets.prepare import frame_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "own_data"
-MIRROR = Path(os.environ.get("FAIRMISS_DATA_MIRROR", "/work/shared/data/raw"))
+MIRROR = Path(os.environ.get("FAIRMISS_DATA_MIRROR") or ROOT.parent / "shared" / "data" / "raw")
 
 
 def _config(tmp: Path, dataset: dict, **over) -> Path:

@@ -76,3 +76,19 @@ def test_code_cites_no_internal_issue_labels():
     bad = [f"{p.relative_to(ROOT)}:{n}: {m.group(0)!r}" for p in files
            for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) for m in label.finditer(line)]
     assert not bad, "\n".join(bad)
+
+
+def test_code_names_no_working_machine_and_keeps_no_diary():
+    """The code, tests, benchmarks and scripts name no directory of a working machine (``/work/…``: the data
+    mirror is ``../shared/data/raw`` beside the checkout, or ``FAIRMISS_DATA_MIRROR``) and keep no work diary
+    (tests may still create and name ``/tmp`` paths of their own)."""
+    machine = re.compile(r"(?<![\w.~/-])/work/")
+    diary = PATTERNS["work diary"]
+    files = [p for folder in ("src", "flows", "tasks", "tests", "bench", "scripts") for p in (ROOT / folder).rglob("*")
+             if p.is_file() and p.suffix in ("", ".py", ".sh") and "__pycache__" not in p.parts
+             and p.name != "test_product_text.py"]
+    assert len(files) > 200
+    bad = [f"{p.relative_to(ROOT)}:{n}: {m.group(0)!r}" for p in files
+           for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+           for pat in (machine, diary) for m in pat.finditer(line)]
+    assert not bad, "\n".join(bad)
