@@ -9,6 +9,8 @@ import errno
 import logging
 import os
 import sys
+import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -197,13 +199,46 @@ def redeliver_lost_sigterm() -> None:
         signal.raise_signal(signal.SIGTERM)
 
 
+#: set by :func:`_exit_now`; task threads of a stopped flow that finish after it are parked (:func:`task_done`)
+_EXITING = False
+_EXIT_LOCK = threading.Lock()
+#: task threads of a stopped flow that went back into Prefect's task engine before the process began to end
+_LEAVING: set = set()
+
+
+def task_done() -> None:
+    """Called by a task thread of a stopped flow when its work is over, just before it returns into Prefect's
+    task engine, which then reports the task's state and emits its event to the API.
+
+    While the process is not ending, the thread goes on (and :func:`_exit_now` waits for it). Once
+    :func:`_exit_now` has begun, it is parked until ``os._exit``: returning would make Prefect emit the event
+    after the exit handlers stopped the temporary API server, and Prefect's events worker then started a second
+    temporary server (seen: the process printed its last line and then did not exit within 90 s)."""
+    with _EXIT_LOCK:
+        if not _EXITING:
+            _LEAVING.add(threading.current_thread())
+            return
+        _LEAVING.discard(threading.current_thread())  # back for another batch, which ended: not waited for
+    threading.Event().wait()  # parked: the process ends with os._exit
+
+
 def _exit_now(code: int, said: str | None = None) -> None:
-    """End the process without joining abandoned task threads: run the exit handlers (Prefect's ephemeral API
-    server is stopped by one), print ``said`` (so that it is the last line), flush the streams, then
-    ``os._exit``."""
+    """End the process without joining abandoned task threads: wait (at most 10 s) for the task threads already
+    on their way back into Prefect (:func:`task_done`; the others are parked from now on), run the exit handlers
+    (Prefect's ephemeral API server is stopped by one), print ``said`` (so that it is the last line), flush the
+    streams, then ``os._exit``."""
     import atexit
     import os
 
+    global _EXITING
+    with _EXIT_LOCK:
+        _EXITING = True
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with _EXIT_LOCK:
+            if not any(t.is_alive() for t in _LEAVING):
+                break
+        time.sleep(0.02)
     try:
         atexit._run_exitfuncs()
         if said:

@@ -169,6 +169,12 @@ class CellSink:
     def stop(self) -> None:
         self.stopped = True
 
+    def done(self) -> None:
+        """A batch task's last call before it returns into Prefect: after the flow stopped, see
+        :func:`flows.errors.task_done` (the thread may be parked while the process ends)."""
+        if self.stopped:
+            errors.task_done()
+
     def take(self, key: str, batch: str, future):
         """The result of cell ``key``, waiting for it; the batch's task exception if the batch ended without it."""
         wrapped = getattr(future, "wrapped_future", None)

@@ -118,6 +118,7 @@ def fit_evaluate_task(cfg, cells, data, splits, threads: int = 1, sink=None) -> 
     finally:
         if sink is not None:
             sink.end(cells[0].key)  # the batch is over (also on an exception): the flow stops waiting for it
+            sink.done()
     return None if sink is not None else out
 
 
