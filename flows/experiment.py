@@ -587,7 +587,8 @@ def _write_outputs(stage: Path, cfg, results, data, groups, cells) -> dict:
     for name, table in claims.items():
         atomic_write_text(stage / name, table.to_csv(index=False))
     table = pipeline.format_table(summary, cfg.fairness_metric, pipeline.one_split_intervals(results),
-                                  pipeline.gap_groups(results, cfg.fairness_metric, groups))
+                                  pipeline.gap_groups(results, cfg.fairness_metric, groups),
+                                  note=pipeline.summary.interval_note(cfg.evaluation))
     atomic_write_text(stage / "summary.txt", table + "\n")
     from fairmiss.reporting.html import html_report, tradeoff_report, write_cell_metrics
 

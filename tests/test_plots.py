@@ -61,3 +61,25 @@ def test_failed_write_leaves_old_file_and_no_temp(tmp_path, monkeypatch):
         plots.plot_prediction_distributions(np.arange(10.0), target, sensitive_features=[0, 1] * 5)
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["keep.png"]
+
+
+def test_error_bars_are_se_over_splits_or_a_one_split_bootstrap_interval():
+    from fairmiss.reporting.plots import error_bars
+
+    df = pd.DataFrame({"gap_mean": [0.10, 0.20, 0.30], "gap_se": [0.01, float("nan"), float("nan")],
+                       "gap_ci_low": [float("nan"), 0.15, float("nan")], "gap_ci_high": [float("nan"), 0.32, float("nan")]})
+    bars = error_bars(df, "gap")
+    assert np.allclose(bars, [[0.01, 0.05, 0.0], [0.01, 0.12, 0.0]])  # SE; interval below/above; nothing
+    assert error_bars(df.drop(columns=["gap_ci_low", "gap_ci_high"]), "gap") is not None  # the SE column as it is
+
+
+def test_compare_front_carries_the_interval_of_a_one_split_method():
+    from fairmiss.reporting.compare import front_from_cells
+
+    cells = [{"missingness": "m", "method": "a", "accuracy": 0.7, "fnr_difference": 0.1, "accuracy_ci_low": 0.66,
+              "accuracy_ci_high": 0.74, "fnr_difference_ci_low": 0.05, "fnr_difference_ci_high": 0.2},
+             {"missingness": "m", "method": "b", "accuracy": 0.6, "fnr_difference": 0.3},
+             {"missingness": "m", "method": "b", "accuracy": 0.62, "fnr_difference": 0.2}]
+    front = front_from_cells(cells, "fnr_difference").set_index("method")
+    assert front.loc["a", "gap_ci_low"] == 0.05 and front.loc["a", "accuracy_ci_high"] == 0.74
+    assert np.isnan(front.loc["b", "gap_ci_low"]) and front.loc["b", "n_splits"] == 2

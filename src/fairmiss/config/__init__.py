@@ -80,6 +80,7 @@ from fairmiss.config.experiment import (  # noqa: F401  (re-exported)
     METRICS,
     TrackingSpec,
     ExecutionSpec,
+    EvaluationSpec,
     ReferenceSpec,
     ExperimentConfig,
     missingness_label,

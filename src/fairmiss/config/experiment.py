@@ -220,6 +220,24 @@ class ExecutionSpec(_Strict):
     cells_per_task: Annotated[int, Field(ge=1, le=10_000)] | Literal["auto"] = "auto"
 
 
+class EvaluationSpec(_Strict):
+    """How each cell's test-set metrics are given their uncertainty: percentile bootstrap intervals of accuracy
+    and the fairness metric (:mod:`fairmiss.metrics.bootstrap`), logged as ``<metric>_ci_low`` /
+    ``<metric>_ci_high``, shown for one-split runs on the console and as error bars in the report. Left out of
+    dumps at the defaults (config hashes unchanged)."""
+
+    #: resamples of the test rows per cell; 0: no intervals
+    bootstrap: Annotated[int, Field(ge=0, le=100_000)] = 1000
+    #: coverage of the intervals (0.95: the 2.5 % and 97.5 % quantiles of the resamples)
+    ci: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.95
+    #: what every resample keeps the size of: each group (``group``), or each group × label (``group_label``:
+    #: the test set read as sampled per label; TPR/FNR/FPR keep their denominators, only the predictions vary)
+    strata: Literal["group", "group_label"] = "group"
+
+    def is_default(self) -> bool:
+        return self == EvaluationSpec()
+
+
 class ReferenceSpec(_Strict):
     """A paper's published numbers for some methods of a study, for the report's paper-vs-ours table.
 
@@ -281,6 +299,8 @@ class ExperimentConfig(_Strict):
     #: gap; groups are never merged. Overall metrics keep every row. 0 (the default): every group counts. Left
     #: out of dumps at 0 (config hashes unchanged).
     min_group_size: Annotated[int, Field(ge=0)] = 0
+    #: bootstrap intervals of every cell's metrics (:class:`EvaluationSpec`)
+    evaluation: EvaluationSpec = EvaluationSpec()
 
     @model_serializer(mode="wrap")
     def _omit_default_complete_case(self, handler):
@@ -289,6 +309,8 @@ class ExperimentConfig(_Strict):
             del out["complete_case"]
         if isinstance(out, dict) and out.get("min_group_size") == 0:
             del out["min_group_size"]
+        if isinstance(out, dict) and "evaluation" in out and self.evaluation.is_default():
+            del out["evaluation"]
         return out
 
     @model_validator(mode="after")

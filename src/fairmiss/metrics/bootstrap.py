@@ -104,22 +104,40 @@ def counts_from_indices(y_true, y_pred, group, indices) -> tuple[np.ndarray, np.
 
 
 def bootstrap_counts(y_true, y_pred, group, *, n_boot: int = DEFAULT_N_BOOT, seed: int,
-                     resample: str = "multinomial") -> tuple[np.ndarray, np.ndarray]:
+                     resample: str = "multinomial", strata: str = "group") -> tuple[np.ndarray, np.ndarray]:
     """``(groups, counts)`` of ``n_boot`` stratified resamples, ``counts`` of shape ``(n_boot, groups, 4)``
-    holding ``(tn, fp, fn, tp)``. ``resample="multinomial"`` draws each group's counts from
-    ``Multinomial(n_g, observed shares)`` (the distribution of a resample of the group's rows);
-    ``"rows"`` resamples row indices (:func:`stratified_indices`)."""
+    holding ``(tn, fp, fn, tp)``.
+
+    ``strata="group"``: each group keeps its size; ``"group_label"``: each group × label keeps its size (the
+    test set read as sampled per label: the rates conditioned on the label, TPR, FNR, FPR, TNR, keep their
+    denominators and vary through the predictions only; the selection rate and accuracy then carry no
+    label-share noise). For a TPR or FNR the two give intervals of about the same width (the ratio's
+    variance hardly depends on whether its denominator is fixed). ``resample="multinomial"`` draws each stratum's counts from ``Multinomial(n, observed shares)``
+    (the distribution of a resample of the stratum's rows); ``"rows"`` resamples row indices
+    (:func:`stratified_indices`)."""
     n_boot = _check(n_boot)
+    if strata not in ("group", "group_label"):
+        raise ValueError(f"strata must be 'group' or 'group_label', got {strata!r}")
     if resample == "rows":
-        return counts_from_indices(y_true, y_pred, group, stratified_indices(group, n_boot=n_boot, seed=seed))
+        by = np.asarray(group)
+        if strata == "group_label":  # one stratum per (group, label): codes of the pair
+            _, gi = np.unique(by, return_inverse=True)
+            by = 2 * gi.ravel() + np.asarray(y_true).astype(int)
+        return counts_from_indices(y_true, y_pred, group, stratified_indices(by, n_boot=n_boot, seed=seed))
     if resample != "multinomial":
         raise ValueError(f"resample must be 'multinomial' or 'rows', got {resample!r}")
     groups, _, observed = group_counts(y_true, y_pred, group)
     rng = np.random.default_rng(seed)
     counts = np.empty((n_boot, len(groups), 4), dtype=np.int64)
     for k, row in enumerate(observed):
-        n_g = int(row.sum())
-        counts[:, k, :] = rng.multinomial(n_g, row / n_g, size=n_boot)
+        if strata == "group":
+            n_g = int(row.sum())
+            counts[:, k, :] = rng.multinomial(n_g, row / n_g, size=n_boot)
+            continue
+        for cols in ((0, 1), (2, 3)):  # label 0: (tn, fp); label 1: (fn, tp)
+            part = row[list(cols)]
+            n_gy = int(part.sum())
+            counts[:, k, list(cols)] = rng.multinomial(n_gy, part / n_gy, size=n_boot) if n_gy else 0
     return groups, counts
 
 
@@ -270,7 +288,7 @@ def percentile_interval(values, *, level: float = DEFAULT_LEVEL) -> Interval:
 
 def bootstrap_ci(y_true, y_pred, group, *, seed: int, n_boot: int = DEFAULT_N_BOOT, level: float = DEFAULT_LEVEL,
                  names: Sequence[str] | None = None, rates: Sequence[str] | None = None,
-                 resample: str = "multinomial") -> dict[str, Interval]:
+                 resample: str = "multinomial", strata: str = "group") -> dict[str, Interval]:
     """Percentile bootstrap intervals of the metrics of ``(y_true, y_pred, group)``, stratified by group.
 
     Parameters
@@ -292,6 +310,8 @@ def bootstrap_ci(y_true, y_pred, group, *, seed: int, n_boot: int = DEFAULT_N_BO
         Rates to cover besides the defaults (:func:`default_rates`), e.g. ``precision``.
     resample : {"multinomial", "rows"}
         How resamples are drawn (same distribution; see the module documentation).
+    strata : {"group", "group_label"}
+        What each resample keeps the size of: every group, or every group × label (:func:`bootstrap_counts`).
 
     Returns
     -------
@@ -301,7 +321,8 @@ def bootstrap_ci(y_true, y_pred, group, *, seed: int, n_boot: int = DEFAULT_N_BO
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     wanted = default_rates(rates) if names is None else rates_for(names, rates)
-    groups, counts = bootstrap_counts(y_true, y_pred, group, n_boot=n_boot, seed=seed, resample=resample)
+    groups, counts = bootstrap_counts(y_true, y_pred, group, n_boot=n_boot, seed=seed, resample=resample,
+                                      strata=strata)
     values = resampled_metrics(groups, counts, rates=wanted)
     if names is not None:
         missing = [n for n in names if n not in values]

@@ -66,6 +66,8 @@ def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
         p["complete_case"] = cc
     if getattr(cfg, "min_group_size", 0):
         p["min_group_size"] = cfg.min_group_size
+    if not cfg.evaluation.is_default():  # only when set: the cache keys of every existing cell are unchanged
+        p.update({f"evaluation.{k}": v for k, v in cfg.evaluation.model_dump().items()})
     return p
 
 
@@ -227,22 +229,29 @@ def evaluate_cell(cfg: ExperimentConfig, y_te, pred, s_te, score, seed: int) -> 
     between = evaluate(y_te[kept], pred[kept], s_te[kept], metrics=cfg.metrics,
                        y_score=None if score is None else np.asarray(score)[kept])
     out.update({k: v for k, v in between.items() if _between_groups(k, between)})
-    out.update(interval_metrics(bootstrap_ci(y_te, pred, s_te, seed=seed, names=list(CI_METRICS))))
     gap = [m for m in dict.fromkeys((*CI_METRICS, cfg.fairness_metric)) if m not in CI_METRICS]
-    out.update(interval_metrics(bootstrap_ci(y_te[kept], pred[kept], s_te[kept], seed=seed, names=gap)))
+    out.update(_intervals(cfg, y_te, pred, s_te, seed, list(CI_METRICS)))
+    out.update(_intervals(cfg, y_te[kept], pred[kept], s_te[kept], seed, gap))
     out.update({f"left_out_group_{g}": 1.0 for g in small})
     out["n_groups_left_out"] = float(len(small))
     return out
 
 
+def _intervals(cfg: ExperimentConfig, y_te, pred, s_te, seed: int, names: list) -> dict:
+    ev = cfg.evaluation
+    if not ev.bootstrap or not names:
+        return {}
+    return interval_metrics(bootstrap_ci(y_te, pred, s_te, seed=seed, names=names, n_boot=ev.bootstrap,
+                                         level=ev.ci, strata=ev.strata))
+
+
 def interval_metrics_of_cell(cfg: ExperimentConfig, y_te, pred, s_te, seed: int) -> dict:
-    """95 % percentile bootstrap intervals (1000 resamples stratified by group, :mod:`fairmiss.metrics.bootstrap`)
-    of accuracy and the config's fairness metric on the evaluated test rows: ``<metric>_ci_low`` and
-    ``<metric>_ci_high`` (NaN when fewer than half the resamples define the metric; not logged then). ``seed``
-    derives from the root seed and the cell's key. A few milliseconds per cell: the resamples are per-group
-    confusion counts, whatever the number of test rows."""
-    names = list(dict.fromkeys((*CI_METRICS, cfg.fairness_metric)))
-    return interval_metrics(bootstrap_ci(y_te, pred, s_te, seed=seed, names=names))
+    """Percentile bootstrap intervals (``cfg.evaluation``: by default 95 %, 1000 resamples stratified by group,
+    :mod:`fairmiss.metrics.bootstrap`) of accuracy and the config's fairness metric on the evaluated test rows:
+    ``<metric>_ci_low`` and ``<metric>_ci_high`` (NaN when fewer than half the resamples define the metric; not
+    logged then; none with ``evaluation.bootstrap: 0``). ``seed`` derives from the root seed and the cell's key.
+    A few milliseconds per cell: the resamples are per-group confusion counts, whatever the number of test rows."""
+    return _intervals(cfg, y_te, pred, s_te, seed, list(dict.fromkeys((*CI_METRICS, cfg.fairness_metric))))
 
 
 def complete_case_metrics(cfg: ExperimentConfig, y_te, pred, s_te, score, complete_te) -> dict:

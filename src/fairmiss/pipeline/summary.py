@@ -199,12 +199,21 @@ def gap_groups(results: list[CellResult], fairness_metric: str, groups: dict) ->
     return out
 
 
-#: the footnote of a table that shows intervals
+#: the footnote of a table that shows intervals (the defaults of ``evaluation``; :func:`interval_note`)
 INTERVAL_NOTE = "[low, high]: 95 % bootstrap interval on the one split's test rows (resampled within each group)"
 
 
+def interval_note(evaluation=None) -> str:
+    """The footnote for a config's ``evaluation`` (level and strata of its intervals)."""
+    if evaluation is None or evaluation.is_default():
+        return INTERVAL_NOTE
+    within = "each group" if evaluation.strata == "group" else "each group and label"
+    return (f"[low, high]: {100 * evaluation.ci:g} % bootstrap interval on the one split's test rows "
+            f"({evaluation.bootstrap} resamples within {within})")
+
+
 def format_table(summary: dict, fairness_metric: str, intervals: dict | None = None,
-                 between: dict | None = None) -> str:
+                 between: dict | None = None, note: str = INTERVAL_NOTE) -> str:
     """The console / ``summary.txt`` table: per missingness, one row per method (mean ± SE over splits),
     sorted by the fairness metric (smallest gap first), then between which groups each method's gap lies
     (``between``, :func:`gap_groups`). A method that ran on one split has no standard error
@@ -238,7 +247,7 @@ def format_table(summary: dict, fairness_metric: str, intervals: dict | None = N
             lines.append(f"  {fairness_metric} between:")
             lines.extend(f"    {m}: {text}" for m, text in named)
     if shown:
-        lines.append(INTERVAL_NOTE)
+        lines.append(note)
     return "\n".join(lines)
 
 

@@ -38,7 +38,8 @@ def _mark(df: pd.DataFrame) -> pd.DataFrame:
         sub = df.loc[idx]
         df.loc[idx, "on_front"] = nondominated_mask(sub["gap_mean"].astype(float), sub["accuracy_mean"].astype(float))
     df = df.assign(_g=df["gap_mean"].astype(float).fillna(np.inf))
-    return df.sort_values(["missingness", "_g", "method"], kind="mergesort").drop(columns="_g")[COLUMNS] \
+    extra = [c for c in df.columns if c not in COLUMNS and c != "_g"]  # e.g. one-split bootstrap intervals
+    return df.sort_values(["missingness", "_g", "method"], kind="mergesort").drop(columns="_g")[COLUMNS + extra] \
         .reset_index(drop=True)
 
 
@@ -52,7 +53,13 @@ def front_from_cells(cells: pd.DataFrame | list[dict], metric: str) -> pd.DataFr
         gm, gse = _mean_se(g[metric]) if metric in g else (None, None)
         rows.append({"missingness": miss, "method": method, "accuracy_mean": am, "accuracy_se": ase,
                      "gap_mean": gm, "gap_se": gse, "n_splits": int(len(g))})
-    return _mark(pd.DataFrame(rows, columns=COLUMNS[:-1]))
+        if len(g) == 1:  # no SE over splits: the cell's bootstrap interval, where it recorded one
+            for stem, col in (("accuracy", "accuracy"), ("gap", metric)):
+                for end in ("low", "high"):
+                    if f"{col}_ci_{end}" in g:
+                        rows[-1][f"{stem}_ci_{end}"] = float(g[f"{col}_ci_{end}"].iloc[0])
+    df = pd.DataFrame(rows)
+    return _mark(df.reindex(columns=COLUMNS[:-1] + [c for c in df.columns if "_ci_" in c]))
 
 
 def front_from_summary(summary: dict, metric: str) -> pd.DataFrame:
@@ -85,8 +92,15 @@ def format_front(front: pd.DataFrame, metric: str) -> str:
     return "\n".join(lines)
 
 
+def _bars(d: pd.DataFrame, stem: str):
+    from fairmiss.reporting.plots import error_bars
+
+    bars = error_bars(d, stem)
+    return bars.fillna(0) if isinstance(bars, pd.Series) else bars
+
+
 def plot_front(front: pd.DataFrame, path, metric: str, *, title: str = "") -> Path:
-    """Accuracy vs gap with SE bars, every point labelled with its method, the front drawn as a line; one panel
+    """Accuracy vs gap with SE bars (a one-split method: its bootstrap interval), every point labelled with its method, the front drawn as a line; one panel
     per missingness."""
     from matplotlib.figure import Figure
 
@@ -99,8 +113,9 @@ def plot_front(front: pd.DataFrame, path, metric: str, *, title: str = "") -> Pa
         g = front[front["missingness"] == miss].dropna(subset=["gap_mean", "accuracy_mean"])
         for on, alpha in ((True, 1.0), (False, 0.35)):
             d = g[g["on_front"] == on]
-            ax.errorbar(d["gap_mean"], d["accuracy_mean"], xerr=d["gap_se"].astype(float).fillna(0),
-                        yerr=d["accuracy_se"].astype(float).fillna(0), fmt="o", color="C0" if on else "C7",
+            d = d.assign(gap_se=d["gap_se"].astype(float), accuracy_se=d["accuracy_se"].astype(float))
+            ax.errorbar(d["gap_mean"], d["accuracy_mean"], xerr=_bars(d, "gap"), yerr=_bars(d, "accuracy"), fmt="o",
+                        color="C0" if on else "C7",
                         alpha=alpha, capsize=2, ms=5, label="on the front" if on else "dominated")
         f = g[g["on_front"]].sort_values("gap_mean")
         ax.plot(f["gap_mean"], f["accuracy_mean"], "-", color="C0", lw=1.2)

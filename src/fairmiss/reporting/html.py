@@ -58,7 +58,9 @@ def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str 
     from fairmiss.reporting.plots import plot_tradeoff
 
     rows = [
-        {"missingness": r.missingness, "family": _family(r), "method": r.method, "gap": r.metrics.get(fairness_metric), "accuracy": r.metrics.get("accuracy")}
+        {"missingness": r.missingness, "family": _family(r), "method": r.method, "gap": r.metrics.get(fairness_metric), "accuracy": r.metrics.get("accuracy"),
+         **{f"{stem}_ci_{end}": r.metrics.get(f"{col}_ci_{end}", np.nan)
+            for stem, col in (("gap", fairness_metric), ("accuracy", "accuracy")) for end in ("low", "high")}}
         for r in results if r.status == "ok"
     ]
     out: dict[str, Path] = {}
@@ -66,6 +68,11 @@ def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str 
         return out
     df = pd.DataFrame(rows)
     agg = aggregate_splits(df, by=["missingness", "family", "method"], metrics=["gap", "accuracy"])
+    ci = [c for c in df.columns if "_ci_" in c]
+    one = df.groupby(["missingness", "family", "method"], sort=True, dropna=False)[ci].first()
+    # a one-split method's error bars: its cell's bootstrap interval (plots.error_bars); several splits: SE
+    agg = agg.merge(one.reset_index(), on=["missingness", "family", "method"], how="left")
+    agg.loc[agg["n_splits"] != 1, ci] = np.nan
     out_dir = Path(out_dir)
     for mode in ("nondominated", "envelope"):
         parts = []
@@ -74,6 +81,7 @@ def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str 
             parts.append(res.kept.assign(kept=True))
             parts.append(res.dropped.assign(kept=False))
         table = pd.concat(parts, ignore_index=True)
+        table = table.drop(columns=[c for c in ci if table[c].isna().all()])  # intervals only for one-split runs
         out[f"pareto_{mode}"] = atomic_write_text(out_dir / f"pareto_{mode}.csv", table.to_csv(index=False))
     for miss, g in agg.groupby("missingness", sort=True):
         p = out_dir / f"tradeoff_{miss}.png"
@@ -318,7 +326,7 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
                  "(smallest first).</p>" + _table(brief))
     parts.append("<details><summary>every summary metric</summary>" + _table(full) + "</details>")
 
-    parts.append("<h2>Fairness–accuracy trade-off (Pareto fronts, SE bars)</h2>")
+    parts.append("<h2>Fairness–accuracy trade-off (Pareto fronts, SE bars; one split: bootstrap interval)</h2>")
     parts.append("<p class='note'>First: every method on one plot, the front across methods drawn (no other "
                  "method has both a smaller gap and a higher accuracy). Then: per family (imputer + learner kind), "
                  "each family's own front; every point is labelled with its method.</p>")

@@ -97,11 +97,27 @@ def label_offsets(ax, points: list[tuple[float, float]], *, step: float = 7.0) -
     return out
 
 
+def error_bars(df: pd.DataFrame, stem: str):
+    """Error bars of ``<stem>_mean`` for :meth:`~matplotlib.axes.Axes.errorbar`: ± ``<stem>_se`` (the standard
+    error over splits); where there is none (a method run on one split) and the frame carries the cell's
+    bootstrap interval (``<stem>_ci_low`` / ``<stem>_ci_high``), that interval (asymmetric, shape ``(2, n)``);
+    else no bar. Without interval columns: the SE column as it is (``None`` if absent)."""
+    se = df.get(f"{stem}_se")
+    if f"{stem}_ci_low" not in df or f"{stem}_ci_high" not in df:
+        return se
+    mean = df[f"{stem}_mean"].to_numpy(float)
+    se = np.full(len(df), np.nan) if se is None else se.to_numpy(float)
+    below = np.where(np.isfinite(se), se, mean - df[f"{stem}_ci_low"].to_numpy(float))
+    above = np.where(np.isfinite(se), se, df[f"{stem}_ci_high"].to_numpy(float) - mean)
+    return np.nan_to_num(np.vstack([below, above]), nan=0.0)
+
+
 def plot_tradeoff(agg: pd.DataFrame, path, *, gap: str = "gap", accuracy: str = "accuracy",
                   method: str = "method", mode: Literal["nondominated", "envelope"] = "nondominated",
                   gap_label: str = "fairness gap", title: str | None = None,
                   show_dropped: bool = True, point_label: str | None = None) -> Path:
-    """Scatter of gap vs accuracy with SE error bars and the Pareto front of each method.
+    """Scatter of gap vs accuracy with SE error bars (a one-split method: its bootstrap interval, when ``agg``
+    has ``<gap>_ci_low`` … columns; :func:`error_bars`) and the Pareto front of each method.
 
     Parameters
     ----------
@@ -140,7 +156,7 @@ def plot_tradeoff(agg: pd.DataFrame, path, *, gap: str = "gap", accuracy: str = 
     colors = {m: f"C{i % 10}" for i, m in enumerate(pd.unique(agg[method]))}
 
     def draw(df, m, *, alpha, label):
-        ax.errorbar(df[gm], df[am], xerr=df.get(f"{gap}_se"), yerr=df.get(f"{accuracy}_se"), fmt="o",
+        ax.errorbar(df[gm], df[am], xerr=error_bars(df, gap), yerr=error_bars(df, accuracy), fmt="o",
                     color=colors[m], alpha=alpha, capsize=2, ms=5, label=label)
 
     for m, df in res.kept.groupby(method, sort=False):

@@ -1,0 +1,107 @@
+"""``evaluation: {bootstrap, ci, strata}``: the number of resamples, the coverage and the strata of every cell's
+bootstrap intervals. The group × label strata are checked against the exact bootstrap distribution of a tiny
+instance (enumerated by hand: a binomial), and against the row-resampling path; the config section against
+hashes, cache keys and bad values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+from conftest import run_cli
+
+from fairmiss.config import ConfigError, load_config
+from fairmiss.metrics.bootstrap import bootstrap_counts
+from fairmiss.pipeline.cell import cell_params, evaluate_cell
+from fairmiss.pipeline.summary import INTERVAL_NOTE, interval_note
+
+
+def _cfg(tmp_path, **extra):
+    d = {"experiment": "ev", "seed": 3, "dataset": {"name": "compas_000"}, "imputers": [{"kind": "mean"}],
+         "learners": [{"kind": "logistic_regression"}], **extra}
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(d))
+    return load_config(str(p))
+
+
+def _data(seed=0, n=400):
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, 2, n)
+    y = rng.integers(0, 2, n)
+    pred = np.where(rng.random(n) < 0.75, y, 1 - y)
+    return y, pred, s
+
+
+@pytest.mark.parametrize("resample", ["multinomial", "rows"])
+def test_group_label_strata_keep_every_group_label_size(resample):
+    y, pred, s = _data()
+    _, c = bootstrap_counts(y, pred, s, n_boot=300, seed=1, resample=resample, strata="group_label")
+    for g in (0, 1):
+        assert (c[:, g, 2] + c[:, g, 3] == ((s == g) & (y == 1)).sum()).all()  # positives of group g, every resample
+        assert (c[:, g, 0] + c[:, g, 1] == ((s == g) & (y == 0)).sum()).all()
+    _, c = bootstrap_counts(y, pred, s, n_boot=300, seed=1, resample=resample, strata="group")
+    assert len(set(c[:, 0, 2] + c[:, 0, 3])) > 5  # by group only, the label shares move
+    assert (c.sum(axis=2) == np.bincount(s)).all()
+
+
+@pytest.mark.parametrize("resample", ["multinomial", "rows"])
+def test_group_label_strata_match_the_exact_bootstrap_distribution(resample):
+    """One group, three positives predicted (1, 1, 0): a resample of those three keeps 3 positives, and its
+    number of true positives is Binomial(3, 2/3): P(TPR = 0, 1/3, 2/3, 1) = 1/27, 6/27, 12/27, 8/27 exactly."""
+    y = np.array([1, 1, 1, 0, 0])
+    pred = np.array([1, 1, 0, 0, 1])
+    s = np.zeros(5, dtype=int)
+    _, c = bootstrap_counts(y, pred, s, n_boot=40_000, seed=11, resample=resample, strata="group_label")
+    freq = np.bincount(c[:, 0, 3], minlength=4) / 40_000
+    assert np.allclose(freq, np.array([1, 6, 12, 8]) / 27, atol=0.008), freq
+
+
+def test_ci_level_count_and_off(tmp_path):
+    y, pred, s = _data(2)
+    wide = evaluate_cell(_cfg(tmp_path), y, pred, s, None, seed=5)
+    narrow = evaluate_cell(_cfg(tmp_path, evaluation={"ci": 0.5}), y, pred, s, None, seed=5)
+    k = "fnr_difference"
+    # the same resamples (same seed): the 25-75 % quantiles lie inside the 2.5-97.5 % ones
+    assert wide[f"{k}_ci_low"] <= narrow[f"{k}_ci_low"] and narrow[f"{k}_ci_high"] <= wide[f"{k}_ci_high"]
+    assert narrow[f"{k}_ci_high"] - narrow[f"{k}_ci_low"] < wide[f"{k}_ci_high"] - wide[f"{k}_ci_low"]
+    off = evaluate_cell(_cfg(tmp_path, evaluation={"bootstrap": 0}), y, pred, s, None, seed=5)
+    assert not [key for key in off if "_ci_" in key]
+    assert {key: v for key, v in wide.items() if "_ci_" not in key} == off
+    strata = evaluate_cell(_cfg(tmp_path, evaluation={"strata": "group_label"}), y, pred, s, None, seed=5)
+    # same point values, other resamples (the strata are used), intervals around the value
+    assert strata[k] == wide[k] and strata[f"{k}_ci_low"] != wide[f"{k}_ci_low"]
+    assert strata[f"{k}_ci_low"] <= strata[k] <= strata[f"{k}_ci_high"]
+
+
+def test_defaults_leave_hashes_cache_keys_and_note_unchanged(tmp_path):
+    a = _cfg(tmp_path)
+    b = _cfg(tmp_path, evaluation={"bootstrap": 1000, "ci": 0.95, "strata": "group"})
+    assert a.config_hash == b.config_hash and "evaluation" not in a.model_dump(mode="json")
+    c = _cfg(tmp_path, evaluation={"bootstrap": 200})
+    assert c.config_hash != a.config_hash
+    cell_a, cell_c = a.cells()[0], c.cells()[0]
+    assert not [k for k in cell_params(a, cell_a) if k.startswith("evaluation.")]
+    assert cell_params(c, cell_c)["evaluation.bootstrap"] == 200
+    assert interval_note(a.evaluation) == INTERVAL_NOTE
+    assert interval_note(_cfg(tmp_path, evaluation={"ci": 0.9, "strata": "group_label"}).evaluation) == (
+        "[low, high]: 90 % bootstrap interval on the one split's test rows (1000 resamples within each group and "
+        "label)")
+
+
+@pytest.mark.parametrize("value,key", [({"bootstrap": -1}, "evaluation.bootstrap"), ({"ci": 1.5}, "evaluation.ci"),
+                                       ({"ci": 0}, "evaluation.ci"), ({"strata": "label"}, "evaluation.strata"),
+                                       ({"n_boot": 10}, "evaluation.n_boot"), ("yes", "evaluation")])
+def test_bad_values_are_one_line_naming_the_key(tmp_path, value, key):
+    with pytest.raises(ConfigError) as e:
+        _cfg(tmp_path, evaluation=value)
+    assert key in str(e.value)
+
+
+def test_cli_validate_refuses_a_bad_level(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump({"experiment": "ev", "dataset": {"name": "compas_000"}, "imputers": [{"kind": "mean"}],
+                                 "learners": [{"kind": "logistic_regression"}], "evaluation": {"ci": 95}}))
+    r = run_cli("validate", str(p))
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.strip().splitlines() if ln]
+    assert len(lines) == 1 and lines[0].startswith("fairmiss: error:") and "evaluation.ci" in lines[0], r.stderr
