@@ -105,3 +105,49 @@ def test_cli_validate_refuses_a_bad_level(tmp_path):
     assert r.returncode == 2, r.stderr
     lines = [ln for ln in r.stderr.strip().splitlines() if ln]
     assert len(lines) == 1 and lines[0].startswith("fairmiss: error:") and "evaluation.ci" in lines[0], r.stderr
+
+
+def test_every_metric_interval_matches_resampling_rows_and_calling_evaluate(tmp_path):
+    """``intervals: all``: every metric's interval, from resampled confusion counts, against the definition —
+    resample the rows within each group and call ``evaluate`` on each resample (2,000 times), percentile
+    interval of those. Monte Carlo error only: the bounds agree within 0.03."""
+    from fairmiss.metrics import evaluate
+
+    y, pred, s = _data(4, n=300)
+    cfg = _cfg(tmp_path, evaluation={"intervals": "all", "bootstrap": 4000})
+    got = evaluate_cell(cfg, y, pred, s, None, seed=9)
+    point = evaluate(y, pred, s, metrics=cfg.metrics)
+    rng = np.random.default_rng(0)
+    rows = [np.flatnonzero(s == g) for g in (0, 1)]
+    draws = []
+    for _ in range(2000):
+        idx = np.concatenate([r[rng.integers(0, len(r), len(r))] for r in rows])
+        draws.append(evaluate(y[idx], pred[idx], s[idx], metrics=cfg.metrics))
+    with_ci = [k for k in point if f"{k}_ci_low" in got]
+    assert len(with_ci) >= 40 and {"accuracy", "fnr_group_1", "fnr_difference", "gap_rms",
+                                   "equalized_odds_difference", "selection_rate_ratio"} <= set(with_ci)
+    for k in with_ci:
+        v = np.array([d[k] for d in draws], dtype=float)
+        lo, hi = np.quantile(v[~np.isnan(v)], [0.025, 0.975])
+        assert abs(got[f"{k}_ci_low"] - lo) < 0.03 and abs(got[f"{k}_ci_high"] - hi) < 0.03, (k, got[f"{k}_ci_low"],
+                                                                                              lo, got[f"{k}_ci_high"], hi)
+    headline = evaluate_cell(_cfg(tmp_path), y, pred, s, None, seed=9)
+    assert sorted(k for k in headline if "_ci_" in k) == ["accuracy_ci_high", "accuracy_ci_low",
+                                                          "fnr_difference_ci_high", "fnr_difference_ci_low"]
+
+
+def test_every_metric_with_a_small_group_left_out(tmp_path):
+    """``intervals: all`` with ``min_group_size``: every between-group value's interval comes from the kept groups'
+    rows (the same as a run on those rows only), every overall / per-group one from all rows."""
+    y, pred, s = _data(5, n=300)
+    s = s.copy()
+    s[:8] = 2  # a group of 8 rows
+    cfg = _cfg(tmp_path, evaluation={"intervals": "all"}, min_group_size=10)
+    got = evaluate_cell(cfg, y, pred, s, None, seed=3)
+    kept = s != 2
+    alone = evaluate_cell(_cfg(tmp_path, evaluation={"intervals": "all"}), y[kept], pred[kept], s[kept], None, seed=3)
+    everyone = evaluate_cell(_cfg(tmp_path, evaluation={"intervals": "all"}), y, pred, s, None, seed=3)
+    for k in ("fnr_difference", "fn_share_difference", "gap_rms", "selection_rate_ratio"):
+        assert got[f"{k}_ci_low"] == alone[f"{k}_ci_low"] and got[f"{k}_ci_high"] == alone[f"{k}_ci_high"], k
+    for k in ("accuracy", "fnr_group_2", "fn_share"):
+        assert got[f"{k}_ci_low"] == everyone[f"{k}_ci_low"], k

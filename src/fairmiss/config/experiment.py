@@ -233,6 +233,10 @@ class EvaluationSpec(_Strict):
     #: what every resample keeps the size of: each group (``group``), or each group × label (``group_label``:
     #: the test set read as sampled per label; TPR/FNR/FPR keep their denominators, only the predictions vary)
     strata: Literal["group", "group_label"] = "group"
+    #: which metrics get an interval: ``headline`` (accuracy and the fairness metric) or ``all`` (every metric
+    #: the confusion counts give: overall, per group, each difference, ratio and gap; about three times the
+    #: metrics logged per cell)
+    intervals: Literal["headline", "all"] = "headline"
 
     def is_default(self) -> bool:
         return self == EvaluationSpec()

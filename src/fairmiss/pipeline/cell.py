@@ -16,7 +16,7 @@ from fairmiss.config import Cell, ExperimentConfig, missingness_label
 from fairmiss.impute.build import make_imputer, wrap_multiple
 from fairmiss.learners.build import make_learner
 from fairmiss.metrics import evaluate, group_confusion_matrices
-from fairmiss.metrics.bootstrap import bootstrap_ci, interval_metrics
+from fairmiss.metrics.bootstrap import NOT_FROM_COUNTS, bootstrap_ci, interval_metrics
 from fairmiss.missingness.mechanisms import mask_summary
 from fairmiss.seeds import derive_seed
 
@@ -212,16 +212,17 @@ def _between_groups(key: str, metrics: dict) -> bool:
 
 def evaluate_cell(cfg: ExperimentConfig, y_te, pred, s_te, score, seed: int) -> dict:
     """A cell's metrics on its evaluated test rows (:func:`~fairmiss.metrics.evaluate`) and bootstrap intervals
-    (:func:`interval_metrics_of_cell`). With ``cfg.min_group_size`` a group with fewer test rows keeps its
+    (:func:`_intervals`; ``cfg.evaluation``: by default 95 %, 1000 resamples stratified by group, of accuracy and
+    the fairness metric). With ``cfg.min_group_size`` a group with fewer test rows keeps its
     per-group metrics, is flagged (``left_out_group_<g>`` = 1, ``n_groups_left_out``) and is left out of every
-    between-group value: the differences, ratios and derived gaps, and the fairness metric's interval, are those
-    of the other groups' rows (with fewer than two left: NaN, as for any one-group split); overall metrics and
-    the accuracy interval keep every row."""
+    between-group value: the differences, ratios and derived gaps, and their intervals, are those of the other
+    groups' rows (with fewer than two left: NaN, as for any one-group split); overall and per-group metrics and
+    their intervals keep every row."""
     out = evaluate(y_te, pred, s_te, y_score=score, metrics=cfg.metrics)
     codes, sizes = np.unique(s_te, return_counts=True)
     small = codes[sizes < cfg.min_group_size]
     if len(small) == 0:
-        out.update(interval_metrics_of_cell(cfg, y_te, pred, s_te, seed))
+        out.update(_intervals(cfg, y_te, pred, s_te, seed, _interval_names(cfg, out), _rates(out)))
         if cfg.min_group_size:
             out["n_groups_left_out"] = 0.0
         return out
@@ -229,29 +230,40 @@ def evaluate_cell(cfg: ExperimentConfig, y_te, pred, s_te, score, seed: int) -> 
     between = evaluate(y_te[kept], pred[kept], s_te[kept], metrics=cfg.metrics,
                        y_score=None if score is None else np.asarray(score)[kept])
     out.update({k: v for k, v in between.items() if _between_groups(k, between)})
-    gap = [m for m in dict.fromkeys((*CI_METRICS, cfg.fairness_metric)) if m not in CI_METRICS]
-    out.update(_intervals(cfg, y_te, pred, s_te, seed, list(CI_METRICS)))
-    out.update(_intervals(cfg, y_te[kept], pred[kept], s_te[kept], seed, gap))
+    names, rates = _interval_names(cfg, out), _rates(out)
+    out.update(_intervals(cfg, y_te, pred, s_te, seed, [k for k in names if not _between_groups(k, out)], rates))
+    out.update(_intervals(cfg, y_te[kept], pred[kept], s_te[kept], seed,
+                          [k for k in names if _between_groups(k, out)], rates))
     out.update({f"left_out_group_{g}": 1.0 for g in small})
     out["n_groups_left_out"] = float(len(small))
     return out
 
 
-def _intervals(cfg: ExperimentConfig, y_te, pred, s_te, seed: int, names: list) -> dict:
+def _rates(out: dict) -> list[str]:
+    """The rates of ``evaluate``'s dict ``out`` that it computed per group (``fnr`` for ``fnr_group_0``)."""
+    return sorted({k.split("_group_")[0] for k in out if "_group_" in k})
+
+
+def _interval_names(cfg: ExperimentConfig, out: dict) -> list[str]:
+    """The metrics of ``out`` that get an interval (``evaluation.intervals``): accuracy and the fairness metric,
+    or every one the confusion counts give (not AUC, nor complete-case or consistency values)."""
+    if cfg.evaluation.intervals == "headline":
+        return list(dict.fromkeys((*CI_METRICS, cfg.fairness_metric)))
+    return list(out)  # those the resamples give are kept (:func:`_intervals`)
+
+
+def _intervals(cfg: ExperimentConfig, y_te, pred, s_te, seed: int, names: list, got_rates=()) -> dict:
+    """Intervals of ``names`` (``cfg.evaluation``); with ``intervals: all``, ``got_rates`` are the rates
+    ``evaluate`` computed per group (e.g. ``fn_share``), which the resamples then compute too."""
     ev = cfg.evaluation
     if not ev.bootstrap or not names:
         return {}
+    if ev.intervals == "all":  # every metric the resamples give, of those asked for
+        got = bootstrap_ci(y_te, pred, s_te, seed=seed, n_boot=ev.bootstrap, level=ev.ci, strata=ev.strata,
+                           rates=[k for k in got_rates if k not in NOT_FROM_COUNTS])
+        return interval_metrics({k: v for k, v in got.items() if k in names})
     return interval_metrics(bootstrap_ci(y_te, pred, s_te, seed=seed, names=names, n_boot=ev.bootstrap,
                                          level=ev.ci, strata=ev.strata))
-
-
-def interval_metrics_of_cell(cfg: ExperimentConfig, y_te, pred, s_te, seed: int) -> dict:
-    """Percentile bootstrap intervals (``cfg.evaluation``: by default 95 %, 1000 resamples stratified by group,
-    :mod:`fairmiss.metrics.bootstrap`) of accuracy and the config's fairness metric on the evaluated test rows:
-    ``<metric>_ci_low`` and ``<metric>_ci_high`` (NaN when fewer than half the resamples define the metric; not
-    logged then; none with ``evaluation.bootstrap: 0``). ``seed`` derives from the root seed and the cell's key.
-    A few milliseconds per cell: the resamples are per-group confusion counts, whatever the number of test rows."""
-    return _intervals(cfg, y_te, pred, s_te, seed, list(dict.fromkeys((*CI_METRICS, cfg.fairness_metric))))
 
 
 def complete_case_metrics(cfg: ExperimentConfig, y_te, pred, s_te, score, complete_te) -> dict:
