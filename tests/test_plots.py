@@ -63,7 +63,7 @@ def test_failed_write_leaves_old_file_and_no_temp(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["keep.png"]
 
 
-def test_error_bars_are_se_over_splits_or_a_one_split_bootstrap_interval():
+def test_error_bars_are_se_over_splits_or_a_one_split_bootstrap_interval(tmp_path):
     from fairmiss.reporting.plots import error_bars
 
     df = pd.DataFrame({"gap_mean": [0.10, 0.20, 0.30], "gap_se": [0.01, float("nan"), float("nan")],
@@ -71,6 +71,10 @@ def test_error_bars_are_se_over_splits_or_a_one_split_bootstrap_interval():
     bars = error_bars(df, "gap")
     assert np.allclose(bars, [[0.01, 0.05, 0.0], [0.01, 0.12, 0.0]])  # SE; interval below/above; nothing
     assert error_bars(df.drop(columns=["gap_ci_low", "gap_ci_high"]), "gap") is not None  # the SE column as it is
+    # an interval that does not contain the point (a percentile interval can): no negative bar (matplotlib refuses)
+    off = pd.DataFrame({"gap_mean": [0.10], "gap_se": [float("nan")], "gap_ci_low": [0.12], "gap_ci_high": [0.2]})
+    assert np.allclose(error_bars(off, "gap"), [[0.0], [0.1]])
+    plots.plot_tradeoff(off.assign(method="m", accuracy_mean=0.7, accuracy_se=0.01), tmp_path / "t.png")
 
 
 def test_compare_front_carries_the_interval_of_a_one_split_method():

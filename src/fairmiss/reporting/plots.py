@@ -109,7 +109,8 @@ def error_bars(df: pd.DataFrame, stem: str):
     se = np.full(len(df), np.nan) if se is None else se.to_numpy(float)
     below = np.where(np.isfinite(se), se, mean - df[f"{stem}_ci_low"].to_numpy(float))
     above = np.where(np.isfinite(se), se, df[f"{stem}_ci_high"].to_numpy(float) - mean)
-    return np.nan_to_num(np.vstack([below, above]), nan=0.0)
+    # a percentile interval need not contain the point (e.g. a ratio on few rows): that side's bar is then 0
+    return np.maximum(np.nan_to_num(np.vstack([below, above]), nan=0.0), 0.0)
 
 
 def plot_tradeoff(agg: pd.DataFrame, path, *, gap: str = "gap", accuracy: str = "accuracy",
