@@ -8,6 +8,7 @@ real files were checked.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import socket
@@ -124,3 +125,65 @@ def run_cli(*args, cwd=None, env=None, timeout=600):
     e = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=cwd or ROOT, env=e,
                           capture_output=True, text=True, timeout=timeout)
+
+
+# --- one Prefect server for the test session ------------------------------------------------------------------
+# A flow that a test starts in a subprocess would otherwise start a temporary Prefect server of its own: a
+# one-cell `fairmiss run` took 46 s with it and 25 s against a running server (mean of two each, same run, on a
+# loaded 2-core machine). The session starts the product's own local server (`fairmiss server start`, with a
+# state directory and a port of its own) in the background as it begins; from the first test after it answers,
+# PREFECT_API_URL points the flows that tests start at it. Until then, and for tests that drop PREFECT_API_URL
+# from their environment (those about the temporary server or a server of their own), flows use the temporary
+# server as before. The session stops it at its end. Sessions of fewer than 30 tests (a file or two while
+# working) do without it; FAIRMISS_TEST_PREFECT_SERVER=0 turns it off.
+_SESSION_SERVER: dict = {}
+
+
+def pytest_collection_finish(session):
+    if os.environ.get("FAIRMISS_TEST_PREFECT_SERVER", "1") == "0" or os.environ.get("PREFECT_API_URL") \
+            or len(session.items) < 30:
+        return
+    state = tempfile.mkdtemp(prefix="fairmiss-test-server-")
+    env = {**os.environ, "FAIRMISS_STATE_DIR": state, "PREFECT_SERVER_UI_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "server", "start", "--port", str(free_port())],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    _SESSION_SERVER.update(proc=proc, env=env, state=state)
+    import signal
+
+    def _interrupt(signum, frame):  # a SIGTERMed session ends as after Ctrl-C: pytest_sessionfinish stops the server
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_runtest_setup(item):
+    proc = _SESSION_SERVER.get("proc")
+    if proc is None or "api_url" in _SESSION_SERVER or proc.poll() is None:
+        return
+    import json
+
+    try:
+        api_url = json.loads((Path(_SESSION_SERVER["state"]) / "server.json").read_text())["api_url"]
+    except (OSError, ValueError, KeyError):
+        api_url = None
+    _SESSION_SERVER["api_url"] = api_url
+    if proc.returncode == 0 and api_url:
+        os.environ["PREFECT_API_URL"] = api_url
+    else:  # not fatal: the flows keep using temporary servers (slower)
+        sys.stderr.write(f"\nthe test session's Prefect server did not start (exit {proc.returncode}): "
+                         f"{(proc.stdout.read() if proc.stdout else '')[-1500:]}\n")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    proc = _SESSION_SERVER.pop("proc", None)
+    if proc is None:
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=180)
+    subprocess.run([sys.executable, "-m", "flows.cli", "server", "stop"], cwd=ROOT, env=_SESSION_SERVER["env"],
+                   capture_output=True, timeout=120)
+    if os.environ.get("PREFECT_API_URL") == _SESSION_SERVER.get("api_url"):
+        os.environ.pop("PREFECT_API_URL", None)
+    shutil.rmtree(_SESSION_SERVER["state"], ignore_errors=True)

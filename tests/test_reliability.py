@@ -18,11 +18,14 @@ from conftest import ROOT, small_config
 pytestmark = pytest.mark.slow
 
 
-def _flow(cfg, tmp, tag):
+def _flow(cfg, tmp, tag, *, temporary_server=False):
+    env = None
+    if temporary_server:  # Prefect's temporary server, not the test session's server
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     return subprocess.Popen([sys.executable, "-m", "flows.run", "--config", str(cfg), "--results-dir",
                              str(tmp / f"results_{tag}"), "--processed-dir", str(tmp / "processed")],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
 
 
 def _runs(db):
@@ -271,7 +274,7 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes(tmp_path):
                        learners=[{"kind": "random_forest", "name": "rf", "n_estimators": 400, "n_jobs": 1}],
                        execution={"max_workers": 1})
     db = tmp_path / "mlruns" / "mlflow.db"
-    p = _flow(cfg, tmp_path, "a")
+    p = _flow(cfg, tmp_path, "a", temporary_server=True)  # where a finishing task thread started a second one
     t0 = time.time()
     finished = []
     while time.time() - t0 < 300 and len(finished) < 2:  # a few cells logged, most still to compute
