@@ -55,6 +55,19 @@ def cpu_variants(blas: bool = True) -> list[dict]:
     return variants
 
 
+@pytest.fixture
+def variants_forgotten():
+    """Forget the dataset variants a test registers in this process (an own-data config or a regrouped built-in
+    registers its variant on first use), so later tests (e.g. the generated kinds page) see the registry as a
+    fresh process does. Used by ``pytestmark = pytest.mark.usefixtures("variants_forgotten")``."""
+    from fairmiss.datasets import registry
+
+    before = dict(registry._REGISTRY)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(before)
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
     m = os.environ.get("FAIRMISS_DATA_MIRROR")

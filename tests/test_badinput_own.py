@@ -26,16 +26,7 @@ BASE = yaml.safe_load((EXAMPLE / "credit.yaml").read_text())
 ROWS = list(csv.reader(io.StringIO((EXAMPLE / "credit.csv").read_text())))
 
 
-@pytest.fixture(autouse=True)
-def _own_variants_forgotten():
-    """Parsing an own-data config registers its variant in this process's dataset registry; forget the ones
-    these tests register, so later tests (e.g. the generated kinds page) see the registry as a fresh process."""
-    from fairmiss.datasets import registry
-
-    before = dict(registry._REGISTRY)
-    yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(before)
+pytestmark = pytest.mark.usefixtures("variants_forgotten")
 
 
 def _csv(rows) -> str:

@@ -14,16 +14,7 @@ from fairmiss.datasets import DatasetError, get_variant
 from fairmiss.metrics import evaluate
 
 
-@pytest.fixture(autouse=True)
-def _own_variants_forgotten():
-    """Parsing an own-data config registers its variant in this process's dataset registry; forget the ones
-    these tests register (later tests, e.g. the generated kinds page, see the registry as a fresh process)."""
-    from fairmiss.datasets import registry
-
-    before = dict(registry._REGISTRY)
-    yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(before)
+pytestmark = pytest.mark.usefixtures("variants_forgotten")
 
 
 def _csv(tmp_path, n=240, seed=0, **cols):

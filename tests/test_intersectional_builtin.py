@@ -13,16 +13,7 @@ from fairmiss.config import ConfigError, load_config
 from fairmiss.datasets import get_variant
 
 
-@pytest.fixture(autouse=True)
-def _regrouped_variants_forgotten():
-    """A regrouped variant registers itself on first use; forget the ones these tests register (the generated
-    kinds page, read later in the same process, lists the registry a fresh process sees)."""
-    from fairmiss.datasets import registry
-
-    before = dict(registry._REGISTRY)
-    yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(before)
+pytestmark = pytest.mark.usefixtures("variants_forgotten")
 
 
 def _cfg(tmp_path, dataset: dict, **extra) -> str:

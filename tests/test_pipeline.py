@@ -139,16 +139,23 @@ def test_imputation_diagnostics_logged_per_cell_in_mlflow(data, tmp_path):
     assert not any(k.startswith("imp_") and "age" in k for k in logged)  # unmasked columns: nothing
     assert not any(k.startswith("mismatch_bound") for k in logged)
     arts = {a.path for a in client.list_artifacts(runs["mean"], "diagnostics")}
-    assert arts == {"diagnostics/imputation_diagnostics.csv"}
+    assert arts == {"diagnostics/imputation_diagnostics.csv", "diagnostics/missing_by_group.csv"}
+    # the missing share of each group over all rows of the split (train and test)
+    s_all = data.df[data.group].to_numpy()
+    for col in ("priors_count", "sex"):
+        for g in (0, 1):
+            share = np.isnan(sp.X[col].to_numpy(float))[s_all == g].mean()
+            assert logged[f"imp_miss.{col}_group_{g}"] == pytest.approx(share, rel=1e-12)
     table = pd.read_csv(io.StringIO(mlflow.artifacts.load_text(
         f"{client.get_run(runs['mean']).info.artifact_uri}/diagnostics/imputation_diagnostics.csv")))
     assert set(table["feature"]) == {"priors_count", "sex"} and len(table) == 4
     assert table.set_index(["feature", "group"]).loc[("sex", 1), "mse"] == pytest.approx(errs.loc[("sex", 1), "mse"])
 
-    # none (MIA): nothing imputed -> no diagnostics metric, no table
+    # none (MIA): nothing imputed -> only the missing shares (about the data), no imputation table
     m_none = client.get_run(runs["none"]).data.metrics
-    assert not any(k.startswith(("imp_", "mismatch_bound")) for k in m_none) and "accuracy" in m_none
-    assert client.list_artifacts(runs["none"], "diagnostics") == []
+    assert {k for k in m_none if k.startswith(("imp_", "mismatch_bound"))} == {k for k in logged if k.startswith("imp_miss.")}
+    assert "accuracy" in m_none
+    assert [a.path for a in client.list_artifacts(runs["none"], "diagnostics")] == ["diagnostics/missing_by_group.csv"]
 
     # mismatch mode: Theorem 2 bound logged, holds, and equals diagnostics.mismatch_bound_from_model
     r, sp = res["knn@test"]

@@ -29,6 +29,9 @@ Functions
 :func:`cell_imputation_diagnostics`
     What the pipeline logs per cell: Definition 1 and per-group errors (averaged over draws for a
     stochastic / multiple imputer) and Theorem 1's factors, as flat metrics plus one table.
+:func:`missing_share_table`
+    Per feature and group: the share of the group's rows whose value is missing (which group loses
+    most data; Theorem 2's weight p_g), for any number of groups (intersections included).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ __all__ = [
     "constrained_risk_minimum",
     "mcar_diagnostics",
     "cell_imputation_diagnostics",
+    "missing_share_table",
 ]
 
 
@@ -164,6 +168,40 @@ def imputation_discrimination_risk(X_true, X_imputed, mask, *, sensitive_feature
                     "L_0": a.loc[g0, "mse"], "L_1": a.loc[g1, "mse"],
                     "disc": abs(a.loc[g0, "mse"] - a.loc[g1, "mse"])})
     return pd.DataFrame(out)
+
+
+def missing_share_table(X, *, sensitive_features, columns=None) -> pd.DataFrame:
+    """Per feature and group, how much of the group's data is missing.
+
+    Parameters
+    ----------
+    X : DataFrame or array of shape (n, d)
+        The data as the learner sees them (NaN = missing, real or injected).
+    sensitive_features : array-like of shape (n,)
+        Any number of groups (an intersection of several columns is one group).
+    columns : list, optional
+        Features to report; default: every column with at least one missing entry.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``feature, group, n_rows, n_missing, share``: ``share`` = P(X_j missing | S = g) =
+        ``n_missing / n_rows`` (paper 000's p_g), one row per feature and group present in ``sensitive_features``.
+    """
+    F = _as_frame(X)
+    s = _groups(sensitive_features, len(F))
+    miss = np.isnan(F.to_numpy(dtype=float))
+    cols = [c for j, c in enumerate(F.columns) if miss[:, j].any()] if columns is None else list(columns)
+    levels, inv = np.unique(s, return_inverse=True)
+    n_rows = np.bincount(inv, minlength=len(levels))
+    rows = []
+    for c in cols:
+        j = F.columns.get_loc(c)
+        n_miss = np.bincount(inv, weights=miss[:, j], minlength=len(levels))
+        for g, n, k in zip(levels, n_rows, n_miss):
+            rows.append({"feature": c, "group": g.item() if hasattr(g, "item") else g, "n_rows": int(n),
+                         "n_missing": int(k), "share": float(k / n)})
+    return pd.DataFrame(rows, columns=["feature", "group", "n_rows", "n_missing", "share"])
 
 
 # --------------------------------------------------------------------------- Theorem 1
@@ -529,7 +567,7 @@ def mcar_diagnostics(x_true, mask, *, sensitive_features) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- per-cell summary
 def cell_imputation_diagnostics(X_true: pd.DataFrame, X_imputed, mask: pd.DataFrame, *,
-                                sensitive_features) -> tuple[dict, pd.DataFrame]:
+                                sensitive_features, left_out=()) -> tuple[dict, pd.DataFrame]:
     """Imputation-fairness diagnostics of one experiment cell (flat metrics + one table).
 
     For every column of ``mask`` with at least one masked cell whose true value is known:
@@ -538,7 +576,10 @@ def cell_imputation_diagnostics(X_true: pd.DataFrame, X_imputed, mask: pd.DataFr
       cells; for a list of imputed matrices (the m draws of a multiple imputer) the per-draw MSE,
       MAE and bias are averaged (L_g of a stochastic imputer is an expectation over its draws) and
       RMSE = sqrt(mean MSE);
-    * Disc = |L_0 − L_1| (two groups only);
+    * Disc = |L_0 − L_1| (Definition 1) for two groups; for k groups (e.g. intersections) its extension
+      max_g L_g − min_g L_g over the groups with masked cells, the pair attaining it named in the table
+      (``disc_high_group`` / ``disc_low_group``; a tie goes to the lower group code); groups in ``left_out``
+      (fewer test rows than ``min_group_size``) keep their own errors and are left out of Disc;
     * Theorem 1's factors with population statistics of the evaluated rows (``stats="all"``): the
       share gap p₁^ms − p₀^ms, the mean gap m₁ − m₀, the variance gap Var₀ − Var₁ and the predicted
       Disc of the optimal constant imputer α* (skipped when the truth has unknown entries).
@@ -552,6 +593,8 @@ def cell_imputation_diagnostics(X_true: pd.DataFrame, X_imputed, mask: pd.DataFr
     mask : DataFrame of shape (n, d), bool
         Injected missingness (True = masked).
     sensitive_features : array-like of shape (n,)
+    left_out : collection, optional
+        Group codes left out of Disc.
 
     Returns
     -------
@@ -566,6 +609,7 @@ def cell_imputation_diagnostics(X_true: pd.DataFrame, X_imputed, mask: pd.DataFr
     if Mv.shape != Tv.shape:
         raise DiagnosticsError(f"mask has shape {Mv.shape}, X_true has {Tv.shape}")
     s = _groups(sensitive_features, len(T))
+    left = {g.item() if hasattr(g, "item") else g for g in left_out}
     known = Mv & ~np.isnan(Tv)
     cols = [c for j, c in enumerate(T.columns) if known[:, j].any()]
     draws = X_imputed if isinstance(X_imputed, list) else [X_imputed]
@@ -604,9 +648,14 @@ def cell_imputation_diagnostics(X_true: pd.DataFrame, X_imputed, mask: pd.DataFr
             if r["n_missing"]:
                 for k in ("mse", "rmse", "bias"):
                     metrics[f"imp_{k}.{c}_group_{r['group']}"] = float(r[k])
-        disc = np.nan
-        if len(levels) == 2 and all(r["n_missing"] for r in recs):
-            disc = float(abs(recs[0]["mse"] - recs[1]["mse"]))
+        # Disc over the groups with masked cells, less those left out: |L_0 - L_1| for two groups (Definition 1),
+        # max_g L_g - min_g L_g for more (fairlearn's between_groups); a tie goes to the lower group code
+        pool = [r for r in recs if r["n_missing"] and r["group"] not in left]
+        disc, hi, lo = np.nan, None, None
+        if len(pool) >= 2:
+            hi, lo = max(pool, key=lambda r: r["mse"]), min(pool, key=lambda r: r["mse"])
+            disc = float(hi["mse"] - lo["mse"])
+            hi, lo = hi["group"], lo["group"]
             metrics[f"imp_disc.{c}"] = disc
         f = {}
         try:
@@ -615,14 +664,15 @@ def cell_imputation_diagnostics(X_true: pd.DataFrame, X_imputed, mask: pd.DataFr
         except DiagnosticsError as exc:
             logger.debug("Theorem 1 factors skipped for %r: %s", c, exc)
         for k, r in enumerate(recs):
-            rows.append({**r, "disc": disc,
+            rows.append({**r, "disc": disc, "disc_high_group": hi, "disc_low_group": lo,
+                         "left_out": r["group"] in left,
                          "p_given_group": f.get(f"p{k}", np.nan), "share_among_missing": f.get(f"p{k}_ms", np.nan),
                          "true_mean": f.get(f"m{k}", np.nan), "true_var": f.get(f"var{k}", np.nan),
                          **{k2: f.get(k2, np.nan) for k2 in ("share_gap", "mean_gap", "var_gap", "product_term",
                                                              "alpha_star", "alpha_obs")},
                          "thm1_predicted_disc": f.get("predicted_disc", np.nan)})
     table = pd.DataFrame(rows, columns=["feature", "group", "n_missing", "n_draws", "mse", "rmse", "mae", "bias",
-                                        "disc", "p_given_group", "share_among_missing", "true_mean", "true_var",
+                                        "disc", "disc_high_group", "disc_low_group", "left_out", "p_given_group", "share_among_missing", "true_mean", "true_var",
                                         "share_gap", "mean_gap", "var_gap", "product_term", "alpha_star",
                                         "alpha_obs", "thm1_predicted_disc"])
     return metrics, table

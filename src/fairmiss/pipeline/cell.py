@@ -187,7 +187,8 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         t4 = time.perf_counter()
         # imputation diagnostics are about the imputer: on every test row (complete rows hold nothing imputed)
         diag, tables = imputation_diagnostics(cell, data, split, imputer, learner, Xte, group_kw,
-                                              pred if len(te) == len(te_all) else None)
+                                              pred if len(te) == len(te_all) else None,
+                                              min_group_size=getattr(cfg, "min_group_size", 0))
         res.metrics.update(diag)
         res.tables.update(tables)
         res.timings = {"impute_seconds": t1 - t0, "fit_seconds": t2 - t1, "predict_seconds": t4 - t2,
@@ -311,9 +312,14 @@ class _Transformer:
 
 
 def imputation_diagnostics(cell: Cell, data: Processed, split: SplitData, imputer, learner, Xte_imputed,
-                           group_kw: dict, pred=None) -> tuple[dict, dict]:
+                           group_kw: dict, pred=None, *, min_group_size: int = 0) -> tuple[dict, dict]:
     """Imputation-fairness diagnostics of one cell on the test split (paper 000 §3), as metrics and tables.
 
+    * Missingness by group, for every imputer (``none`` included): the share of each group's rows of the
+      split (train and test) whose value of a feature is missing, real or injected
+      (:func:`~fairmiss.impute.diagnostics.missing_share_table`), as ``imp_miss.<col>_group_<g>`` and the
+      table ``missing_by_group.csv``; with several group columns the groups are their intersections, so
+      this says which intersection loses most data.
     * Definition 1 and per-group imputation error for every injected column, on the test cells that
       were masked and whose true (pre-injection) value is known (:func:`~fairmiss.impute.diagnostics.
       cell_imputation_diagnostics`); for the multiple imputer, over its m test-time draws. Skipped
@@ -322,17 +328,25 @@ def imputation_diagnostics(cell: Cell, data: Processed, split: SplitData, impute
       train-fitted vs test-fitted imputations of the test split, as ``mismatch_bound.*`` (``holds`` and
       ``complete_rows_agree`` are 1.0 / 0.0), plus the table ``mismatch_bound.csv``.
 
-    Metric names: ``imp_disc.<col>``, ``imp_{mse,rmse,bias}.<col>_group_<g>``, ``imp_thm1_disc.<col>``.
+    Metric names: ``imp_miss.<col>_group_<g>``, ``imp_disc.<col>``, ``imp_{mse,rmse,bias}.<col>_group_<g>``,
+    ``imp_thm1_disc.<col>``. Disc is taken over the groups with at least ``min_group_size`` test rows.
     Cost: ~3 ms CPU per cell on COMPAS (numpy on the test split; the imputed matrix is reused).
     """
-    from fairmiss.impute.diagnostics import cell_imputation_diagnostics, mismatch_bound, mismatch_bound_from_model
+    from fairmiss.impute.diagnostics import (cell_imputation_diagnostics, mismatch_bound, mismatch_bound_from_model,
+                                             missing_share_table)
 
     metrics, tables = {}, {}
+    s_all = data.df[data.group].to_numpy()
+    shares = missing_share_table(split.X[data.features], sensitive_features=s_all)
+    if not shares.empty:
+        metrics.update({f"imp_miss.{r.feature}_group_{r.group}": r.share for r in shares.itertuples(index=False)})
+        tables["missing_by_group.csv"] = shares
     if cell.imputer.kind == "none":
         return metrics, tables
     te = split.test_idx
     X_masked = split.X.to_numpy(dtype=float)[te]
-    s_te = data.df[data.group].to_numpy()[te]
+    s_te = s_all[te]
+    codes, sizes = np.unique(s_te, return_counts=True)
     if getattr(cell.imputer, "test_fit_on", "train") == "test" and imputer is not None:
         # rows with any missing entry (injected or real) are the M = 1 rows of the bound
         y_te = data.df[data.label].to_numpy()[te]
@@ -355,7 +369,7 @@ def imputation_diagnostics(cell: Cell, data: Processed, split: SplitData, impute
     imputed = (learner.estimator.impute_draws(X_masked) if cell.imputer.kind == "multiple"
                else np.asarray(Xte_imputed, dtype=float))
     diag, table = cell_imputation_diagnostics(pd.DataFrame(X_true, columns=data.features), imputed, mask,
-                                              sensitive_features=s_te)
+                                              sensitive_features=s_te, left_out=codes[sizes < min_group_size])
     metrics.update(diag)
     if not table.empty:
         tables["imputation_diagnostics.csv"] = table

@@ -217,7 +217,15 @@ def imputation_diagnostics_wide(it: pd.DataFrame) -> pd.DataFrame:
     d = it.assign(column=col, value=[_pm(m, se) for m, se in zip(it["mean"], it["se"])])
     order = list(dict.fromkeys(d["column"]))
     wide = d.pivot_table(index=["missingness", "method", "feature"], columns="column", values="value",
-                         aggfunc="first", sort=True).reindex(columns=order).reset_index()
+                         aggfunc="first", sort=True).reindex(columns=order)
+    # which group loses most data and whose imputed values are furthest off (mean over splits; a tie goes to
+    # the group listed first)
+    for stat, title in (("miss", "group losing most data"), ("mse", "group with the largest imputation error")):
+        sub = it[(it["stat"] == stat) & it["mean"].notna()]
+        if not sub.empty:
+            top = sub.loc[sub.groupby(["missingness", "method", "feature"], sort=False)["mean"].idxmax()]
+            wide[title] = top.set_index(["missingness", "method", "feature"])["group_name"].reindex(wide.index)
+    wide = wide.reset_index()
     wide.columns.name = None
     return wide.rename(columns={"method": "imputer (methods) or method"})
 
@@ -378,12 +386,16 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
     else:
         from fairmiss.reporting.group_figures import plot_imputation_error
 
-        parts.append("<p class='note'>Computed on the test split's masked cells whose true value is known. "
+        parts.append("<p class='note'><b>Missing share</b> of a group: the share of its rows (train and test) "
+                     "whose value of the feature is missing, real or injected — which group loses most data. The "
+                     "rest is computed on the test split's masked cells whose true value is known. "
                      "<b>Imputation error (MSE)</b> of a group: mean of (imputed − true)² over its masked cells "
                      "(paper 000 Definition 1); <b>RMSE</b>: its square root; <b>bias</b>: mean of (imputed − true); "
-                     "<b>discrepancy between groups (Disc)</b>: |MSE of group 0 − MSE of group 1|; <b>Disc predicted "
-                     "by Theorem 1</b>: the discrepancy paper 000 Theorem 1 predicts for the best constant imputer. "
-                     "Mean ± SE over splits.</p>")
+                     "<b>discrepancy between groups (Disc)</b>: largest − smallest group MSE (|MSE of group 0 − "
+                     "MSE of group 1| for two groups; groups under <code>min_group_size</code> test rows left out); "
+                     "<b>Disc predicted by Theorem 1</b>: the discrepancy paper 000 Theorem 1 predicts for the best "
+                     "constant imputer (two groups). Mean ± SE over splits; the last two columns name the group "
+                     "with the highest mean.</p>")
         p = plot_imputation_error(it, out_dir / "groups_imputation_error.png")
         if p is not None:
             parts.append(_img(p))

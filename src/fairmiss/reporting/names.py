@@ -8,11 +8,14 @@ known):
 ==================================  ===========================================================================
 internal name                       meaning
 ==================================  ===========================================================================
+``imp_miss.<col>_group_<g>``        missing share of group g: the share of the group's rows (train and test) whose
+                                    value of <col> is missing, real or injected — paper 000's p_g
 ``imp_mse.<col>_group_<g>``         imputation error of group g: mean squared error (imputed − true)² over
                                     the group's masked cells — L_g of paper 000 Definition 1
 ``imp_rmse.<col>_group_<g>``        its square root, in the feature's own unit
 ``imp_bias.<col>_group_<g>``        mean of (imputed − true) over the group's masked cells
-``imp_disc.<col>``                  discrepancy between groups, Disc = |L_0 − L_1| (two groups only)
+``imp_disc.<col>``                  discrepancy between groups, Disc = |L_0 − L_1|; with more groups (e.g.
+                                    intersections) max_g L_g − min_g L_g
 ``imp_thm1_disc.<col>``             the Disc paper 000 Theorem 1 predicts for the optimal constant imputer α*
 ==================================  ===========================================================================
 
@@ -28,14 +31,15 @@ __all__ = ["IMP_QUANTITIES", "parse_imp_metric", "plain_imp_name", "group_label"
 
 #: internal stem -> plain phrase (the report's column / legend wording), in reading order
 IMP_QUANTITIES = {
+    "miss": "missing share (real or injected)",
     "mse": "imputation error (MSE)",
     "rmse": "imputation error (RMSE)",
     "bias": "imputation bias (mean imputed − true)",
-    "disc": "discrepancy between groups (Disc = |MSE gap|)",
+    "disc": "discrepancy between groups (Disc = largest − smallest MSE)",
     "thm1_disc": "Disc predicted by Theorem 1 (best constant imputer)",
 }
 
-_IMP = re.compile(r"^imp_(?P<stat>thm1_disc|disc|mse|rmse|bias)\.(?P<feature>.+?)(?:_group_(?P<group>[^_.]+))?$")
+_IMP = re.compile(r"^imp_(?P<stat>thm1_disc|disc|miss|mse|rmse|bias)\.(?P<feature>.+?)(?:_group_(?P<group>[^_.]+))?$")
 
 
 def parse_imp_metric(name: str) -> dict | None:
