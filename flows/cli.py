@@ -380,13 +380,17 @@ def _cmd_ui(args) -> int:
               "(its UI is that server's; nothing to start here)")
         return 0
     uri = resolve_uri(None)
+    # one worker and no background job runners (MLflow's GenAI job queue, not used by the tracking UI): the UI
+    # answers in 14-15 s instead of 50-56 s with MLflow's defaults (4 workers, job runners on), measured side by
+    # side on a busy 2-core machine; one person browsing one store needs no more. The user's environment wins.
     cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
-           "--port", str(args.port), "--default-artifact-root", "mlruns/artifacts"]
+           "--port", str(args.port), "--default-artifact-root", "mlruns/artifacts", "--workers", "1"]
+    env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **os.environ}
     url = f"http://127.0.0.1:{args.port}"
     print(f"starting the MLflow UI for {store_location(uri)} …", flush=True)
     # its own process group: the server's workers are stopped with it, and a terminal's Ctrl-C reaches us only
     # (the server's own log goes to stderr: stdout carries only these lines)
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=sys.stderr.fileno())
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=sys.stderr.fileno(), env=env)
 
     def stop(*_):
         if proc.poll() is None:
