@@ -17,10 +17,9 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
-from conftest import free_port, small_config, wait_http
+from conftest import free_port, mlflow_server, small_config, wait_http
 
 from fairmiss.reporting.mlflow_view import metric_column, runs_page_url, shared_view_tag
 
@@ -65,10 +64,7 @@ def test_mlflow_ui_lists_the_sweep_runs_and_screenshot_is_logged(tmp_path):
     exp_id = parent.info.experiment_id
 
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", out["tracking_uri"], "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
+    proc = mlflow_server(out["tracking_uri"], port, tmp_path)
     try:
         base = f"http://127.0.0.1:{port}"
         wait_http(base + "/health", timeout=180, proc=proc)

@@ -5,14 +5,11 @@ run's local summary (``metrics.json``)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import free_port, run_cli, small_config, wait_http
+from conftest import free_port, mlflow_server, run_cli, small_config, wait_http
 
 from fairmiss.reporting.compare import format_front, front_from_cells, front_from_summary, plot_front
 
@@ -72,9 +69,7 @@ def test_compare_against_mlflow_server_prints_the_local_front(tmp_path):
     assert want in local.stdout
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", out["tracking_uri"],
-                             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
+    proc = mlflow_server(out["tracking_uri"], port, tmp_path)
     try:
         wait_http(f"http://127.0.0.1:{port}/health", timeout=180, proc=proc)
         png = tmp_path / "front.png"

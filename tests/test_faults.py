@@ -22,9 +22,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, free_port, wait_http
+from conftest import ROOT, free_port, mlflow_server, wait_http
 
-VENV_BIN = Path(sys.executable).parent
 
 
 # --------------------------------------------------------------------------- helpers
@@ -363,13 +362,8 @@ def test_full_disk_store(work):
 
 # --------------------------------------------------------------------------- MLflow server going away
 def _mlflow_server(d: Path, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [str(VENV_BIN / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{d / 'server.db'}",
-         "--artifacts-destination", str(d / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1"],
-        # no background job runners (huey consumers): not needed for tracking, seven processes fewer
-        cwd=d, env=_env(d, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"), stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = mlflow_server(f"sqlite:///{d / 'server.db'}", port, d, "--artifacts-destination", str(d / "artifacts"),
+                         env=_env(d), start_new_session=True)
     wait_http(f"http://127.0.0.1:{port}/health", timeout=240, proc=proc)
     return proc
 

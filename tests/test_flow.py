@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import requests
-from conftest import ROOT, free_port, small_config, wait_http
+from conftest import ROOT, free_port, mlflow_server, small_config, wait_http
 
 from flows.experiment import run_experiment
 
@@ -132,11 +132,7 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
 def test_runs_visible_through_mlflow_server_rest_api(flow_run):
     tmp, cfg, out = flow_run
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", out["tracking_uri"], "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1"],
-        cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ},
-    )
+    proc = mlflow_server(out["tracking_uri"], port, tmp)
     try:
         base = f"http://127.0.0.1:{port}"
         wait_http(base + "/health", timeout=120, proc=proc)
