@@ -6,7 +6,8 @@ Runs ``params/studies/feng2023_compas_race_x_sex.yaml`` (four groups) and the sa
 {name: compas_000}`` (race: two groups), then prints a Markdown table per missingness scenario: for each method the
 equalized-odds difference with race alone and with race x sex (mean ± SE over the splits), and the intersection
 with the highest false positive rate (a defendant who did not reoffend predicted to) and with the highest false
-negative rate, with that rate, averaged over splits. docs/feng2023/intersectional.md holds its output.
+negative rate, with that rate, averaged over splits; under it, per intersection, the share of its rows that lost
+each masked feature and the mean imputer's error on them. docs/feng2023/intersectional.md holds its output.
 """
 
 from __future__ import annotations
@@ -44,6 +45,34 @@ def _worst(cells: pd.DataFrame, rate: str, names: dict) -> str:
     return f"{names.get(col.rsplit('_group_', 1)[1], col)} ({means[col]:.3f})"
 
 
+def _by_group(cells: pd.DataFrame, names: dict) -> list[str]:
+    """Who loses data and whose imputed values are furthest off: per group, the missing share of each feature
+    with missing values (``imp_miss``: the same for every method of a scenario, so its first method's cells)
+    and the mean imputer's error on the masked test cells (``imp_mse``, the same for every learner after it),
+    mean over splits; the highest of each column in bold."""
+    feats = sorted({c.split(".", 1)[1].rsplit("_group_", 1)[0] for c in cells.columns
+                    if c.startswith("imp_miss.") and cells[c].notna().any()})
+    if not feats:
+        return []
+    first = cells[cells["method"] == sorted(cells["method"])[0]]
+    mean = cells[cells["method"].str.startswith("mean+")]
+    cols: list[tuple[str, pd.Series]] = []
+    for f in feats:
+        cols.append((f"missing share of {f}", first.filter(like=f"imp_miss.{f}_group_").astype(float).mean()))
+        if not mean.empty:
+            cols.append((f"imputation MSE of {f} (mean imputer)",
+                         mean.filter(like=f"imp_mse.{f}_group_").astype(float).mean()))
+    out = ["| group | " + " | ".join(t for t, _ in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for code, name in names.items():
+        vals = []
+        for _, series in cols:
+            v = series.get(next((k for k in series.index if k.endswith(f"_group_{code}")), ""), np.nan)
+            top = not np.isnan(v) and v == series.max()
+            vals.append("n/a" if np.isnan(v) else (f"**{v:.3f}**" if top else f"{v:.3f}"))
+        out.append(f"| {name} | " + " | ".join(vals) + " |")
+    return ["Who loses data, whose imputation is worst (mean over splits; highest in bold):", "", *out, ""]
+
+
 def _wide(results_dir: Path) -> pd.DataFrame:
     """One row per cell (``missingness``, ``method``, every metric) from the run's ``cell_metrics.csv``."""
     long = pd.read_csv(Path(results_dir) / "cell_metrics.csv")
@@ -73,6 +102,7 @@ def main(results: str = "results") -> str:
             lines.append(f"| {method} | {_pm(r[gap])} | {_pm(m[gap])} | {_worst(m, 'fpr', names)} | "
                          f"{_worst(m, 'fnr', names)} |")
         lines.append("")
+        lines += _by_group(gi, names)
     return "\n".join(lines)
 
 
