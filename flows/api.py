@@ -77,7 +77,7 @@ def _write_yaml(config: Mapping[str, Any], directory: Path) -> Path:
 
 def run(config: str | Path | Mapping[str, Any], *, quick: bool = False, results_dir: str | Path = "results",
         processed_dir: str | Path = "processed", tracking_uri: str | None = None, force: bool = False,
-        raw_dir: str | None = None) -> RunResult:
+        raw_dir: str | None = None, verbose: bool = False) -> RunResult:
     """Run ``config`` (a YAML path or a dict) through :func:`flows.run.run_any` — the flow the CLI runs —
     and return its cell table and MLflow parent run id.
 
@@ -87,7 +87,24 @@ def run(config: str | Path | Mapping[str, Any], *, quick: bool = False, results_
     ``force`` runs even when the results are up to date (cells are still reused from the store when
     ``execution.resume`` is on). Errors are the same as the CLI's (e.g. :class:`fairmiss.config.ConfigError`).
     Grid configs only: a study config (``study:`` key) has no cell table.
+
+    The console shows what ``fairmiss run`` shows: fairmiss's progress lines and warnings, not Prefect's
+    per-task-run lines nor library warnings (they stay in Prefect's API log); ``verbose=True`` shows them all,
+    as ``fairmiss -v run``. The filter stays on the root logger's console handlers after the call.
     """
+    from flows import errors
+
+    errors.quiet_prefect_console()
+    was_verbose = errors.VERBOSE
+    errors.VERBOSE = bool(verbose or was_verbose)
+    try:
+        return _run(config, quick=quick, results_dir=results_dir, processed_dir=processed_dir,
+                    tracking_uri=tracking_uri, force=force, raw_dir=raw_dir)
+    finally:
+        errors.VERBOSE = was_verbose
+
+
+def _run(config, *, quick, results_dir, processed_dir, tracking_uri, force, raw_dir) -> RunResult:
     kw: dict[str, Any] = {"results_dir": str(results_dir), "processed_dir": str(processed_dir)}
     if raw_dir is not None:
         kw["raw_dir"] = raw_dir

@@ -137,7 +137,10 @@ _QUIET = _QuietFlowErrors()
 
 def quiet_prefect_console() -> None:
     """Attach :class:`_QuietFlowErrors` to the console handlers of the root logger (idempotent)."""
-    import prefect  # noqa: F401 - importing Prefect configures its logging (console handler on root)
+    # Prefect configures its logging (a console handler on root) when its main module loads, not on `import
+    # prefect` (its attributes load lazily): a caller that has not used Prefect yet, e.g. flows.api.run, would
+    # find no handler to filter
+    import prefect.main  # noqa: F401
 
     for h in logging.getLogger().handlers:
         if isinstance(h, logging.StreamHandler) and _QUIET not in h.filters:

@@ -3,8 +3,14 @@ Prefect flow as the CLI and returns the cell table as a DataFrame plus the MLflo
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
+from conftest import ROOT
 
 from flows.api import RunResult, run
 
@@ -63,3 +69,21 @@ def test_second_call_is_up_to_date(result):
     assert again.up_to_date and again.parent_run_id == res.parent_run_id
     assert again.cells.equals(res.cells)
     assert MlflowClient(uri).get_run(again.parent_run_id).info.status == "FINISHED"
+
+
+
+def test_the_console_shows_fairmiss_lines_not_prefect_task_runs(tmp_path):
+    """As ``fairmiss run``: progress lines per cell, no Prefect "Task run '…' - Finished in state" line. In a
+    fresh process (a notebook's): Prefect's console handler is created on first use, with the stream of then."""
+    cfg = {**CONFIG, "experiment": "api_console", "missingness": [{"kind": "none"}]}
+    code = ("import json, sys; from flows.api import run; "
+            "run(json.loads(sys.argv[1]), results_dir='results', processed_dir='processed', "
+            "tracking_uri='sqlite:///mlflow.db')")
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "FAIRMISS_VERBOSE")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "src")])
+    r = subprocess.run([sys.executable, "-c", code, json.dumps(cfg)], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=600)
+    text = r.stdout + r.stderr
+    assert r.returncode == 0, text[-3000:]
+    assert "tree · split 0" in text, text[-3000:]  # the cell's progress line
+    assert "Task run '" not in text and "Finished in state" not in text, text[-3000:]
