@@ -78,6 +78,7 @@ class Block:
 @dataclass
 class Outcome:
     executed: list[Block] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)  # per executed block, for the report
     skipped: list[Block] = field(default_factory=list)
     written: list[Block] = field(default_factory=list)
     shown: list[Block] = field(default_factory=list)
@@ -214,6 +215,7 @@ def run_page(page: str, tmp_path: Path, text: str | None = None) -> Outcome:
             if b.lang in SHOW_LANGS:
                 res.shown.append(b)
                 continue
+            t_block = time.monotonic()
             assert b.lang in RUN_LANGS, (f"{b.where}: fence language {b.lang!r}: name it (``text`` for output "
                                          f"samples and synopses) or mark the block <!-- not-run: REASON -->")
             if b.lang == "bash":
@@ -230,6 +232,7 @@ def run_page(page: str, tmp_path: Path, text: str | None = None) -> Outcome:
                 ok, out = session.run(b)
                 assert ok, f"{b.where}: python block failed (session of docs/{page})\n{out}"
             res.executed.append(b)
+            res.seconds[b.where] = time.monotonic() - t_block
     finally:
         if session is not None:
             session.close()
@@ -239,6 +242,7 @@ def run_page(page: str, tmp_path: Path, text: str | None = None) -> Outcome:
 def _report(page: str, res: Outcome, seconds: float) -> str:
     lines = [f"docs/{page}: {len(res.executed)} block(s) executed, {len(res.skipped)} not run, "
              f"{len(res.written)} file(s) written, {len(res.shown)} shown only ({seconds:.0f} s)"]
+    lines += [f"  ran      {b.where} ({b.lang}) in {res.seconds.get(b.where, 0):.0f} s" for b in res.executed]
     lines += [f"  not run  {b.where} ({b.lang}): {b.not_run}" for b in res.skipped]
     lines += [f"  written  {b.where}: {b.title}" for b in res.written]
     return "\n".join(lines)
