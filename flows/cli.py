@@ -430,11 +430,48 @@ def _cmd_ui(args) -> int:
             time.sleep(0.5)
         print(f"MLflow UI at {url}  (Ctrl-C to stop); the experiments and their runs: {url}/#/experiments",
               flush=True)
+        for line in _view_lines(url):
+            print(line, flush=True)
         return proc.wait()
     finally:
         stop()
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _view_lines(url: str, newest: int = 3) -> list[str]:
+    """The runs pages of the ``newest`` experiments (last updated first) that carry fairmiss's shared view
+    (set by every run): the table (fairness metric and accuracy as columns, sorted by the metric) and its chart
+    tab (the accuracy–fairness scatter). Asked of the server just started (MLflow's REST API: no MLflow import,
+    so the URL is printed as soon as the server answers); a store without fairmiss runs gives no line."""
+    import json
+    import urllib.request
+
+    from fairmiss.reporting.mlflow_view import SHARED_VIEW_TAG_PREFIX, runs_page_url
+
+    req = urllib.request.Request(url + "/api/2.0/mlflow/experiments/search", method="POST",
+                                 data=json.dumps({"max_results": 1000}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            experiments = json.load(r).get("experiments", [])
+    except (OSError, ValueError):
+        return []  # the plain URL above still works
+    prefix = SHARED_VIEW_TAG_PREFIX + "fairmiss-"
+    found = []
+    for e in experiments:
+        tags = {t["key"]: t.get("value", "") for t in e.get("tags", [])}
+        metrics = sorted(k[len(prefix):] for k in tags if k.startswith(prefix))
+        if metrics:  # the view of the fairness metric the experiment's latest run named is set last
+            found.append((int(e.get("last_update_time", 0)), e["experiment_id"], e["name"], metrics))
+    lines = []
+    for _, exp_id, name, metrics in sorted(found, reverse=True)[:newest]:
+        for metric in metrics:
+            lines.append(f"  {name}, runs by {metric}: {runs_page_url(url, exp_id, metric)}")
+            lines.append(f"  {name}, accuracy vs {metric} chart: {runs_page_url(url, exp_id, metric, chart=True)}")
+    if len(found) > newest:
+        lines.append(f"  ({len(found) - newest} more experiment(s) at {url}/#/experiments)")
+    return lines
 
 
 def _cmd_compare(args) -> int:

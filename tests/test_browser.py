@@ -99,6 +99,15 @@ def test_mlflow_ui_lists_the_sweep_runs_and_screenshot_is_logged(tmp_path):
                 assert shown == sorted(shown)  # the view's sort: smallest gap first
         runs_shot = tmp_path / "mlflow_runs_fairness_column.png"
         _render(exe, view, tmp_path, screenshot=runs_shot)
+        # 1c. the view's chart tab: one section holding the scatter of the fairness metric against accuracy
+        #     (without the view's chart state MLflow draws a chart per metric and no scatter)
+        chart = runs_page_url(base, exp_id, "fnr_difference", chart=True)
+        assert chart == view + "&compareRunsMode=CHART"
+        dom = _render(exe, chart, tmp_path)
+        assert "accuracy vs fnr_difference" in dom, "the view's chart section is not on the chart tab"
+        assert "scatterlayer" in dom, "no scatter plot on the chart tab"
+        chart_shot = tmp_path / "mlflow_runs_tradeoff_chart.png"
+        _render(exe, chart, tmp_path, screenshot=chart_shot)
         # 2. the compare view of the child runs: every learner's runs line up on the same param and
         #    metric names (learner.kind, imputer.kind, per-group metrics)
         import json
@@ -131,8 +140,9 @@ def test_mlflow_ui_lists_the_sweep_runs_and_screenshot_is_logged(tmp_path):
     tracker = Tracker(out["tracking_uri"], "compas_small")
     tracker.log_artifact(out["parent_run_id"], shot, "ui")
     tracker.log_artifact(out["parent_run_id"], runs_shot, "ui")
-    assert {"ui/mlflow_compare_runs.png", "ui/mlflow_runs_fairness_column.png"} <= {
+    tracker.log_artifact(out["parent_run_id"], chart_shot, "ui")
+    assert {"ui/mlflow_compare_runs.png", "ui/mlflow_runs_fairness_column.png", "ui/mlflow_runs_tradeoff_chart.png"} <= {
         a.path for a in client.list_artifacts(out["parent_run_id"], "ui")}
     if os.environ.get("FAIRMISS_SCREENSHOT_DIR"):  # to refresh docs/img/ by hand
-        for p in (shot, runs_shot):
+        for p in (shot, runs_shot, chart_shot):
             shutil.copy(p, os.environ["FAIRMISS_SCREENSHOT_DIR"])

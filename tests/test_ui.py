@@ -39,8 +39,17 @@ def _listening(port: int) -> bool:
 @pytest.mark.server
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_ui_ready_before_url_and_stopped_by_signal(tmp_path, sig):
+    from mlflow import MlflowClient
+
+    from fairmiss.reporting.mlflow_view import shared_view_tag
+
     port = free_port()
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)  # an experiment with fairmiss's view (what every run sets) and one without
+    exp_id = client.create_experiment("audit_credit")
+    client.set_experiment_tag(exp_id, *shared_view_tag("fpr_difference"))
+    client.create_experiment("someone_elses")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
     proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "ui", "--port", str(port), "--timeout", "240"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -51,6 +60,11 @@ def test_ui_ready_before_url_and_stopped_by_signal(tmp_path, sig):
         # ready when the URL is printed: the first request answers, no retry
         assert requests.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
         assert requests.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 200
+        # then the runs page and the chart tab of the experiment with fairmiss's view, and of no other
+        base = f"http://127.0.0.1:{port}/#/experiments/{exp_id}/runs?viewStateShareKey=fairmiss-fpr_difference"
+        assert proc.stdout.readline() == f"  audit_credit, runs by fpr_difference: {base}\n"
+        assert proc.stdout.readline() == (f"  audit_credit, accuracy vs fpr_difference chart: {base}"
+                                          "&compareRunsMode=CHART\n")
         proc.send_signal(sig)
         proc.wait(60)
         t0 = time.time()
