@@ -177,8 +177,7 @@ def _watch_signals():
 
 
 def redeliver_lost_sigterm() -> None:
-    """Deliver again a SIGTERM (or SIGINT) whose exception was lost; call it only where the flow makes normal
-    progress.
+    """Deliver again a SIGTERM whose exception was lost; call it only where the flow makes normal progress.
 
     The SIGTERM handlers (Prefect's bridge during a flow run, :func:`_exit_on_sigterm` around it) stop the flow by
     raising in the main thread wherever it is. When that happens inside a finalizer (``__del__``, seen: an asyncio
@@ -198,14 +197,9 @@ def redeliver_lost_sigterm() -> None:
         caught = os.read(_SIGNAL_PIPE, 4096)
     except OSError:  # nothing there (BlockingIOError) or closed
         return
-    # Ctrl-C likewise: its KeyboardInterrupt can be lost in a finalizer too. Once a small grid's child runs were
-    # logged in the flow's thread (MLflow's store and its SQLAlchemy objects), a SIGINT sent while the cells were
-    # being logged ended a run with exit 0 instead of 130 on a loaded machine (once in one CI run; not reproduced
-    # on an idle one); a KeyboardInterrupt lost in a finalizer is the likely cause.
-    for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C (SIGINT)")):
-        if sig in caught:
-            logging.getLogger(__name__).warning("a %s's exception was lost (raised in a finalizer); stopping now", name)
-            signal.raise_signal(sig)
+    if signal.SIGTERM in caught:
+        logging.getLogger(__name__).warning("a SIGTERM's exception was lost (raised in a finalizer); stopping now")
+        signal.raise_signal(signal.SIGTERM)
 
 
 #: set by :func:`_exit_now`; task threads of a stopped flow that finish after it are parked (:func:`task_done`)
