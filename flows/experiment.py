@@ -31,7 +31,7 @@ from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
 from fairmiss.reporting.mlflow_view import shared_view_tag
 from fairmiss.codeversion import cell_code_version
 from fairmiss.studies.claims import claim_sections, decide_claims
-from fairmiss.tracking import CellWriter, RemoteTracker, Tracker, prestart_writer, writer_mode
+from fairmiss.tracking import WRITER_ENV, CellWriter, RemoteTracker, Tracker, prestart_writer
 from fairmiss.tracking.groups import GROUP_TAG, coded_metrics
 from flows import errors
 from flows.errors import check_all_failed
@@ -268,7 +268,7 @@ def _task_runner(cfg: ExperimentConfig, n_cells: int | None = None):
         spare = _core_to_spare(cfg.execution.max_workers)
         return StoppableProcessPoolTaskRunner(
             max_workers=cfg.execution.max_workers,
-            prewarm=(len(cfg.cells()) if n_cells is None else n_cells) if spare else 0,
+            prewarm=(sum(1 for _ in cfg.cells()) if n_cells is None else n_cells) if spare else 0,
             warm=(tuple(cfg.imputers), tuple(cfg.learners)))
     return StoppableThreadPoolTaskRunner(max_workers=cfg.execution.max_workers)
 
@@ -350,11 +350,11 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
     pipeline.check_extra_groups(cfg, data)  # a misnamed extra_groups column fails before any cell runs
     errors.redeliver_lost_sigterm()  # progress point (see there)
 
-    # A large grid's tracking goes through the writer process (RemoteTracker): MLflow's store is imported
-    # and opened there, beside Prefect's start and the data build, and each cell is logged while the next
-    # fits; a smaller grid logs with a Tracker in this process (writer_mode: when each pays off, measured).
+    # The flow's tracking goes through the writer process (RemoteTracker): MLflow's store is imported
+    # and opened there, beside Prefect's start and the data build, not on this process's critical path.
+    # FAIRMISS_TRACKING_WRITER=inline: a Tracker in this process, every run logged here (the reference path).
     writer = tracker = None
-    if writer_mode(len(cfg.cells())) == "process":
+    if os.environ.get(WRITER_ENV, "process") != "inline":
         writer = CellWriter(uri=cfg.tracking.uri, experiment_name=cfg.tracking.experiment_name or cfg.experiment)
     else:
         tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
@@ -467,8 +467,8 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
             results = []
             X_example = data.df[data.features].head(20)
             progress = CellProgress(len(cells), len(pending), cfg.experiment)
-            # a large grid's child runs are written by the writer process while the next cells compute;
-            # a smaller grid's (writer_mode) are logged here
+            # the cells' child runs are written by one separate process while the next cells compute;
+            # FAIRMISS_TRACKING_WRITER=inline logs them here as before
             if pending and writer is not None:
                 writer.configure(X_example=X_example if cfg.tracking.log_models else None,
                                  dataset={"df": data.df, "name": data.dataset, "digest": data.data_hash,
@@ -757,5 +757,5 @@ def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool 
         logger.info("Dask cluster %s: %d worker(s), each computing as this machine does", cfg.execution.dask_address, n)
     # the tracking writer imports MLflow and opens the store while Prefect starts the flow and the data are built
     prestart_writer(("fairmiss.pipeline",), uri=cfg.tracking.uri,
-                    experiment_name=cfg.tracking.experiment_name or cfg.experiment, n_cells=len(cfg.cells()))
+                    experiment_name=cfg.tracking.experiment_name or cfg.experiment)
     return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), quick=quick, **kw)

@@ -214,8 +214,7 @@ def start_flow(cfg, config_path: str | Path, *, quick: bool = False, force: bool
         from fairmiss.tracking import prestart_writer
 
         prestart_writer(("fairmiss.pipeline",), uri=cfg.tracking.uri,
-                        experiment_name=cfg.tracking.experiment_name or cfg.experiment,
-                        n_cells=len(cfg.cells()))
+                        experiment_name=cfg.tracking.experiment_name or cfg.experiment)
     from flows.server import use_local_server
 
     use_local_server()

@@ -252,7 +252,7 @@ def test_store_unwritable_mid_sweep(work):
     db = work / "mlruns" / "mlflow.db"
     _precreate_store(db)
     cfg = _config(work, n_splits=15)  # 30 cells: the sweep is still running when the fault comes
-    env = _env(work, FAIRMISS_TRACKING_WRITER="process")  # the writer process, which a grid this small skips
+    env = _env(work)
     flow = subprocess.Popen(_cmd(work, cfg), cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, preexec_fn=_file_modes_apply())
     art = work / "mlruns" / "artifacts"

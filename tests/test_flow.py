@@ -117,7 +117,7 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
 
     models = client.search_logged_models([exp_id])
     assert len(models) == 4
-    # the flow leaves MLflow's global tracking URI alone (its Tracker names the store on each client)
+    # the flow's process leaves MLflow's global tracking URI alone (its store is opened in the writer process)
     old_uri = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(out["tracking_uri"])
     try:

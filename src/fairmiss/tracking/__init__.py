@@ -36,8 +36,8 @@ from fairmiss.tracking.models import ModelURIError, check_model_uri, load_logged
 from fairmiss.tracking.store import DEFAULT_URI, TrackingStoreError, git_commit, resolve_uri, store_location
 from fairmiss.tracking.tracker import Tracker, labelled_confusion
 from fairmiss.tracking.writer import CellWriter, RemoteTracker
-from fairmiss.tracking.writer_process import WRITER_ENV, prestart_writer, writer_mode
+from fairmiss.tracking.writer_process import WRITER_ENV, prestart_writer
 
 __all__ = ["CellWriter", "DEFAULT_URI", "ModelURIError", "RemoteTracker", "Tracker", "TrackingStoreError", "WRITER_ENV",
-           "check_model_uri", "git_commit", "labelled_confusion", "load_logged_model", "prestart_writer", "writer_mode",
+           "check_model_uri", "git_commit", "labelled_confusion", "load_logged_model", "prestart_writer",
            "read_cell_runs", "resolve_uri", "store_location", "tempdir"]

@@ -12,17 +12,7 @@ import threading
 from fairmiss.tracking.store import _dispose_engine, resolve_uri
 from fairmiss.tracking.tracker import Tracker
 
-WRITER_ENV = "FAIRMISS_TRACKING_WRITER"  # "auto" (default), "process" or "inline" (log in the flow's thread)
-
-#: ``auto``: a grid of at least this many cells logs through the writer process, a smaller one in the flow's
-#: thread. The writer process costs a second interpreter (MLflow and the result types imported again, the store
-#: opened again: ~6 s of CPU) and pays it back only by overlapping many cells' logging with the next fits.
-#: Measured in one interleaved run each (2-core machine, running Prefect server): 100 random-forest cells of
-#: ~0.2 s 39.5 s inline -> 33.4 s with the writer (``bench/results/t_writer_rf100.md``); 100 logistic-regression
-#: cells of ~10 ms 15.3 -> 16.6 s (``t_writer_lr.md``); the default COMPAS run (36 cells, models logged)
-#: 33.9 s inline vs 40.9 s with the writer (user + sys CPU 33 vs 45 s), a 12-cell run 27 vs 30 s, a 1-cell run
-#: 19 vs 20-30 s (``/usr/bin/time fairmiss run``, 2026-11-27).
-WRITER_MIN_CELLS = 100
+WRITER_ENV = "FAIRMISS_TRACKING_WRITER"  # "process" (default) or "inline" (log in the flow's thread, as before)
 
 _PRESTARTED: list = []  # at most one idle writer process, started ahead of the flow by prestart_writer
 
@@ -43,26 +33,17 @@ def _writer_parent_alive(parent: int) -> bool:
     return os.getppid() == parent
 
 
-def writer_mode(n_cells: int | None) -> str:
-    """``process`` or ``inline``: how a grid of ``n_cells`` cells is logged (``FAIRMISS_TRACKING_WRITER``:
-    ``process`` / ``inline`` force one; ``auto``, the default, chooses by :data:`WRITER_MIN_CELLS`)."""
-    mode = os.environ.get(WRITER_ENV, "auto")
-    if mode in ("process", "inline"):
-        return mode
-    return "process" if n_cells is not None and n_cells >= WRITER_MIN_CELLS else "inline"
-
-
 def prestart_writer(preload: tuple[str, ...] = (), *, uri: str | None = None,
-                    experiment_name: str | None = None, n_cells: int | None = None) -> None:
+                    experiment_name: str | None = None) -> None:
     """Start the writer process now, so that its imports (MLflow, the pipeline's result types: ~3–4 s on this
     project's 2-core machine) overlap Prefect's start-up and the data preparation instead of delaying the
     end of a short sweep; the next :class:`CellWriter` takes it. No-op if one is already waiting or the
-    grid logs inline (:func:`writer_mode` of ``n_cells``). ``preload``: modules the writer imports while idle
+    writer is off (``FAIRMISS_TRACKING_WRITER=inline``). ``preload``: modules the writer imports while idle
     (the module of the cells' result type, which this module may not import). ``uri`` and
     ``experiment_name``: the store the writer opens while idle (MLflow's store start-up, ~1–4 s); the
     flow's actual store, sent with the first message, replaces it if different. An unused writer exits with
     its parent."""
-    if writer_mode(n_cells) == "inline":
+    if os.environ.get(WRITER_ENV, "process") == "inline":
         return
     _PRESTARTED[:] = [p for p in _PRESTARTED if p.poll() is None]
     if not _PRESTARTED:
