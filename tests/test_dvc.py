@@ -15,9 +15,8 @@
   compared within their stated tolerance (the reason is printed) and every other float within 1e-5;
 * a second `dvc repro` does nothing and `dvc status` is clean;
 * a direct `fairmiss run` of the default config (the generic flow on a built-in dataset, outside DVC) writes
-  the committed `results/compas_default/metrics.json`, byte for byte on the reference CPU fingerprint. (It
-  was also forced through DVC before; the stage command is the same `fairmiss run` as own_data_credit's, so
-  that second run of 36 cells was dropped.)"""
+  the committed `results/compas_default/metrics.json`, byte for byte on the reference CPU fingerprint (its
+  stage is not forced: the stage command is the same `fairmiss run` as own_data_credit's)."""
 
 from __future__ import annotations
 

@@ -28,9 +28,7 @@ def _command(line: str) -> str:
 def test_own_data_block_runs_as_written():
     """Every line of the README's own-data block (but the reader's ``$EDITOR`` step) is, word for word, a command
     that tests/test_docs_examples.py executes in page order: ``ingest``, ``validate`` and ``run`` in one block of
-    docs/own_data.md, ``compare`` of the same experiment on docs/tracking.md. The block used to be run a
-    second time here (ingest, validate, run, compare: ~1.5 min of CI on a loaded 2-core machine) for the
-    same commands."""
+    docs/own_data.md, ``compare`` of the same experiment on docs/tracking.md; so the block is run once, there."""
     from test_docs_examples import PAGES, bash_lines, blocks
 
     readme = next(b for b in _bash_blocks() if any("fairmiss ingest examples/" in ln for ln in b))
