@@ -94,7 +94,8 @@ def run(config: str | Path | Mapping[str, Any], *, quick: bool = False, results_
     """
     from flows import errors
 
-    errors.quiet_prefect_console()
+    # the console filter is attached by run_any once the Prefect server is chosen (flows.run.start_flow):
+    # importing Prefect here first would fix its settings and lose the user's running server
     was_verbose = errors.VERBOSE
     errors.VERBOSE = bool(verbose or was_verbose)
     try:

@@ -215,9 +215,11 @@ def start_flow(cfg, config_path: str | Path, *, quick: bool = False, force: bool
 
         prestart_writer(("fairmiss.pipeline",), uri=cfg.tracking.uri,
                         experiment_name=cfg.tracking.experiment_name or cfg.experiment)
+    from flows.errors import quiet_prefect_console
     from flows.server import use_local_server
 
     use_local_server()
+    quiet_prefect_console()  # imports Prefect: after its server is chosen (its settings are read at import)
     study = getattr(cfg, "study", None)
     if study is not None:  # a study with its own flow, as registered (fairmiss.config.studies.STUDIES)
         import importlib

@@ -62,21 +62,35 @@ def test_status_from_another_directory_finds_the_same_server(started, tmp_path):
     assert f"API        {state['api_url']}" in r.stdout and f"dashboard  {state['url']}" in r.stdout
 
 
-def test_a_run_from_another_directory_reports_to_the_running_server(started, tmp_path):
-    """`fairmiss run` from a directory of its own (mode auto) finds the user's running server, starts no
-    other, and records its flow run there."""
+@pytest.mark.parametrize("entry", ["cli", "api"])
+def test_a_run_from_another_directory_reports_to_the_running_server(started, tmp_path, entry):
+    """`fairmiss run`, and `flows.api.run` from a notebook-style script, in a directory of their own (mode
+    auto) find the user's running server, start no other, and record their flow run there."""
     tmp, env, state = started
     cfg = small_config(tmp_path, split={"test_size": 0.3, "n_splits": 1}, imputers=[{"kind": "mean"}],
                        tracking={"uri": f"sqlite:///{tmp_path / 'mlflow.db'}", "log_models": False})
-    r = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(cfg), "--results-dir", str(tmp_path / "results"),
-                        "--processed-dir", str(tmp_path / "processed")], cwd=tmp_path,
-                       env={**env, server.ENV_MODE: "auto", "FAIRMISS_DATA_MIRROR": os.environ["FAIRMISS_DATA_MIRROR"]},
+    before = requests.post(state["api_url"] + "/flow_runs/filter", json={"limit": 200}, timeout=30).json()
+    if entry == "cli":
+        cmd = [sys.executable, "-m", "flows.cli", "run", str(cfg), "--results-dir", str(tmp_path / "results"),
+               "--processed-dir", str(tmp_path / "processed")]
+    else:
+        cmd = [sys.executable, "-c", "import sys; from flows.api import run; "
+               f"run({str(cfg)!r}, results_dir={str(tmp_path / 'results')!r}, "
+               f"processed_dir={str(tmp_path / 'processed')!r}); import os; "
+               "print('PREFECT_API_URL', os.environ.get('PREFECT_API_URL'))"]
+    r = subprocess.run(cmd, cwd=tmp_path,
+                       env={**env, server.ENV_MODE: "auto", "FAIRMISS_DATA_MIRROR": os.environ["FAIRMISS_DATA_MIRROR"],
+                            "PYTHONPATH": str(ROOT)},
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "started the local Prefect server" not in r.stderr
     assert not (tmp_path / ".fairmiss").exists()
-    runs = requests.post(state["api_url"] + "/flow_runs/filter", json={"limit": 50}, timeout=30).json()
-    assert any(x["state_type"] == "COMPLETED" for x in runs), runs
+    runs = requests.post(state["api_url"] + "/flow_runs/filter", json={"limit": 200}, timeout=30).json()
+    new = [x for x in runs if x["id"] not in {b["id"] for b in before}]
+    assert any(x["state_type"] == "COMPLETED" for x in new), (before, runs)
+    if entry == "api":  # Prefect pointed at the server (a temporary server on the same PREFECT_HOME would share
+        # its database, so the flow run above would be found either way)
+        assert f"PREFECT_API_URL {state['api_url']}" in r.stdout, r.stdout[-2000:]
 
 
 def test_stale_state_is_cleaned_and_stop_ends_the_group(tmp_path):
