@@ -42,7 +42,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from fairlearn.metrics import MetricFrame
 
 from fairmiss.metrics.gaps import between_groups, gap_max, gap_rms, group_gaps
 from fairmiss.metrics.independence import (MannWhitneyResult, independence_stats, mann_whitney,
@@ -68,8 +67,6 @@ __all__ = ["evaluate", "evaluate_reference", "group_confusion_matrices", "FAIRNE
            "group_counts", "confusion_counts", "from_counts", "between_groups", "group_gaps", "gap_rms", "gap_max",
            "MannWhitneyResult", "mann_whitney", "mann_whitney_groups", "independence_stats", "gap_pairs"]
 
-# the pre-split private names, kept importable
-_rate, _binary, _from_counts, _gap, _PRED_METRICS = rate, binary, from_counts, between_groups, PRED_METRICS
 _ = (auc, balanced_accuracy, error, fn_share, fnr, fp_share, fpr, selection_rate, tnr, tpr)  # re-exported
 
 #: per-group rates every evaluation computes, whatever ``metrics`` lists (besides those the registered gaps need)
@@ -103,26 +100,26 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
     MetricFrame for two groups — it was most of a fast cell's time); :func:`evaluate_reference` is the
     fairlearn/scikit-learn computation of the same dict, and the tests hold the two equal to 1e-12.
     """
-    y_true = _binary(y_true, "y_true")
-    y_pred = _binary(y_pred, "y_pred")
+    y_true = binary(y_true, "y_true")
+    y_pred = binary(y_pred, "y_pred")
     group = np.asarray(group)
     wanted = list(metrics or ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"])
     needed = set(wanted) | _ALWAYS | gap_rates()
     needed.discard("auc")
-    unknown = needed - set(_PRED_METRICS) - set(COUNT_METRICS)
+    unknown = needed - set(PRED_METRICS) - set(COUNT_METRICS)
     if unknown:
-        raise KeyError(f"unknown metric(s) {sorted(unknown)}; known: {sorted(set(_PRED_METRICS) | set(COUNT_METRICS))} "
+        raise KeyError(f"unknown metric(s) {sorted(unknown)}; known: {sorted(set(PRED_METRICS) | set(COUNT_METRICS))} "
                        "and auc")
     groups, gidx, counts = group_counts(y_true, y_pred, group)  # counts per group: tn, fp, fn, tp
     total = counts.sum(axis=0)
     out: dict[str, float] = {}
     for name in sorted(needed):
-        out[name] = float(_from_counts(*(int(c) for c in total), name))
-        by = np.array([_from_counts(*(int(c) for c in row), name) for row in counts], dtype=float)
+        out[name] = float(from_counts(*(int(c) for c in total), name))
+        by = np.array([from_counts(*(int(c) for c in row), name) for row in counts], dtype=float)
         for g, v in zip(groups, by):
             out[f"{name}_group_{g}"] = float(v)
         # a gap involving an undefined group is undefined, not 0 (fairlearn would skip the NaN group)
-        out[f"{name}_difference"], out[f"{name}_ratio"] = _gap(by)
+        out[f"{name}_difference"], out[f"{name}_ratio"] = between_groups(by)
     if "auc" in wanted and y_score is not None:
         y_score = np.asarray(y_score, dtype=float)
         out["auc"] = _auc_ranks(y_true, y_score)
@@ -131,7 +128,7 @@ def evaluate(y_true, y_pred, group, *, y_score=None, metrics=None) -> dict[str, 
             m = gidx == k
             out[f"auc_group_{g}"] = v = _auc_ranks(y_true[m], y_score[m])
             by.append(v)
-        out["auc_difference"] = _gap(by)[0]
+        out["auc_difference"] = between_groups(by)[0]
     if len(groups) < 2:
         logger.warning("only %d group (%s) in the evaluated rows: every between-group difference is NaN",
                        len(groups), groups.tolist())
@@ -168,13 +165,15 @@ def evaluate_reference(y_true, y_pred, group, *, y_score=None, metrics=None) -> 
     ``roc_auc_score`` for AUC), and differences/ratios by :func:`_pairwise_gap` (every pair of groups, in
     plain Python) — *not* ``MetricFrame.difference``, whose NaN-skipping is the flaw this oracle must be
     able to catch. The reference the fast path is tested against (about 150 ms a call)."""
+    from fairlearn.metrics import MetricFrame  # the oracle only: fairlearn costs ~1.7 s of import
+
     y_true = np.asarray(y_true).astype(int)
     y_pred = np.asarray(y_pred).astype(int)
     group = np.asarray(group)
     wanted = list(metrics or ["accuracy", "balanced_accuracy", "fpr", "fnr", "selection_rate", "auc"])
     needed = set(wanted) | _ALWAYS | gap_rates()
     needed.discard("auc")
-    fns = {k: _PRED_METRICS[k] if k in _PRED_METRICS else _count_metric_on_arrays(COUNT_METRICS[k])
+    fns = {k: PRED_METRICS[k] if k in PRED_METRICS else _count_metric_on_arrays(COUNT_METRICS[k])
            for k in sorted(needed)}
     out: dict[str, float] = {}
     with warnings.catch_warnings():
