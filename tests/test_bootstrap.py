@@ -1,5 +1,6 @@
 """Bootstrap confidence intervals (``fairmiss.metrics.bootstrap``): every resample's values equal ``evaluate`` on
-the resampled rows (both resampling methods), the percentile intervals are those of a brute-force loop, undefined
+the resampled rows (both resampling methods), the intervals are those of a brute-force loop (percentile
+intervals; for a max − min gap the simultaneous pairwise bound, written here as loops over pairs), undefined
 resamples are left out and counted, and the intervals cover a known gap about as often as they claim."""
 from __future__ import annotations
 
@@ -46,6 +47,44 @@ def _brute_force(y, p, g, rows_per_resample, names, rates):
     return {n: np.array(v, dtype=float) for n, v in vals.items()}
 
 
+def _max_of(name, rates):
+    """The rates a max − min gap is the largest between-group difference of, from the metric table."""
+    m = kinds.METRIC_TABLE.get(name)
+    if m is not None and m.kind == "gap":
+        return m.max_of if set(m.max_of) <= set(rates) else ()
+    return next(((r,) for r in rates if name == f"{r}_difference"), ())
+
+
+def _bound(brute, full, max_of, groups):
+    """The simultaneous pairwise bound of a max − min gap, written as loops over pairs and resamples:
+    high = largest 97.5 % percentile of a pair's difference; low = largest d̂ − c·s, c the 97.5 % quantile of
+    the resamples' largest studentised difference."""
+    cols = [(r, a, b) for r in max_of for a in groups for b in groups if a != b]
+    n_boot = len(brute[f"{max_of[0]}_group_{groups[0]}"])
+    keep = [t for t in range(n_boot) if not any(math.isnan(brute[f"{r}_group_{x}"][t]) for r in max_of for x in groups)]
+    if not keep or 2 * len(keep) < n_boot:
+        return float("nan"), float("nan"), len(keep)
+    diffs = {c: np.array([brute[f"{c[0]}_group_{c[1]}"][t] - brute[f"{c[0]}_group_{c[2]}"][t] for t in keep])
+             for c in cols}
+    obs = {c: full[f"{c[0]}_group_{c[1]}"] - full[f"{c[0]}_group_{c[2]}"] for c in cols}
+    if any(math.isnan(v) for v in obs.values()):
+        return None
+    high = max(float(np.quantile(diffs[c], Q[1])) for c in cols)
+    sd = {c: float(np.std(diffs[c], ddof=1)) for c in cols}
+    live = [c for c in cols if sd[c] > 0]
+    c_ = float(np.quantile([max((diffs[c][t] - obs[c]) / sd[c] for c in live) for t in range(len(keep))], Q[1])) \
+        if live else 0.0
+    low = max(0.0, max(obs[c] - (c_ * sd[c] if c in live else 0.0) for c in cols))
+    return low, max(high, low), len(keep)
+
+
+def _expected(name, brute, full, rates, groups):
+    """The interval ``bootstrap_ci`` must give ``name``: the bound for a max − min gap, else the percentile one."""
+    max_of = _max_of(name, rates)
+    got = _bound(brute, full, max_of, groups) if max_of and len(groups) > 1 else None
+    return got if got is not None else _interval(brute[name])
+
+
 def _interval(v):
     d = v[~np.isnan(v)]
     if len(d) == 0 or 2 * len(d) < len(v):
@@ -74,8 +113,9 @@ def test_rows_resampling_equals_a_brute_force_loop_over_evaluate(groups):
         assert np.array_equal(v, brute[name], equal_nan=True), name  # bit for bit, every resample
     got = bootstrap_ci(y, p, g, seed=seed, n_boot=n_boot, resample="rows")
     assert set(got) == set(ours)
+    full = evaluate(y, p, g, metrics=rates)
     for name, iv in got.items():
-        lo, hi, k = _interval(brute[name])
+        lo, hi, k = _expected(name, brute, full, rates, list(groups))
         assert _same(iv.low, lo) and _same(iv.high, hi) and iv.n_defined == k and iv.n_boot == n_boot, name
     # the rare positive leaves the first group's FNR undefined in some resamples, and with it the FNR gap
     fnr = got[f"fnr_group_{groups[0]}"]
@@ -108,8 +148,9 @@ def test_multinomial_resamples_equal_evaluate_on_the_rows_they_count(groups):
     for name, v in ours.items():
         assert np.array_equal(v, brute[name], equal_nan=True), name
     got = bootstrap_ci(y, p, g, seed=seed, n_boot=n_boot)
+    full = evaluate(y, p, g, metrics=rates)
     for name, iv in got.items():
-        lo, hi, k = _interval(brute[name])
+        lo, hi, k = _expected(name, brute, full, rates, list(groups))
         assert _same(iv.low, lo) and _same(iv.high, hi) and iv.n_defined == k, name
 
 

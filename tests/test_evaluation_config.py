@@ -69,7 +69,7 @@ def test_ci_level_count_and_off(tmp_path):
     assert {key: v for key, v in wide.items() if "_ci_" not in key} == off
     strata = evaluate_cell(_cfg(tmp_path, evaluation={"strata": "group_label"}), y, pred, s, None, seed=5)
     # same point values, other resamples (the strata are used), intervals around the value
-    assert strata[k] == wide[k] and strata[f"{k}_ci_low"] != wide[f"{k}_ci_low"]
+    assert strata[k] == wide[k] and strata[f"{k}_ci_high"] != wide[f"{k}_ci_high"]
     assert strata[f"{k}_ci_low"] <= strata[k] <= strata[f"{k}_ci_high"]
 
 
@@ -110,8 +110,12 @@ def test_cli_validate_refuses_a_bad_level(tmp_path):
 def test_every_metric_interval_matches_resampling_rows_and_calling_evaluate(tmp_path):
     """``intervals: all``: every metric's interval, from resampled confusion counts, against the definition —
     resample the rows within each group and call ``evaluate`` on each resample (2,000 times), percentile
-    interval of those. Monte Carlo error only: the bounds agree within 0.03."""
+    interval of those (for a max − min gap, the pairwise bound of those). Monte Carlo error only: the ends agree
+    within 0.03."""
+    from test_bootstrap import _bound, _max_of
+
     from fairmiss.metrics import evaluate
+    from fairmiss.metrics.kinds import gap_rates
 
     y, pred, s = _data(4, n=300)
     cfg = _cfg(tmp_path, evaluation={"intervals": "all", "bootstrap": 4000})
@@ -126,11 +130,18 @@ def test_every_metric_interval_matches_resampling_rows_and_calling_evaluate(tmp_
     with_ci = [k for k in point if f"{k}_ci_low" in got]
     assert len(with_ci) >= 40 and {"accuracy", "fnr_group_1", "fnr_difference", "gap_rms",
                                    "equalized_odds_difference", "selection_rate_ratio"} <= set(with_ci)
+    brute = {k: np.array([d[k] for d in draws], dtype=float) for k in point}
+    bounds = 0
     for k in with_ci:
-        v = np.array([d[k] for d in draws], dtype=float)
+        v = brute[k]
         lo, hi = np.quantile(v[~np.isnan(v)], [0.025, 0.975])
+        max_of = _max_of(k, cfg.metrics + sorted(gap_rates()))
+        if max_of:  # a max − min gap: the simultaneous pairwise bound, from the same draws
+            lo, hi, _ = _bound(brute, point, max_of, [0, 1])
+            bounds += 1
         assert abs(got[f"{k}_ci_low"] - lo) < 0.03 and abs(got[f"{k}_ci_high"] - hi) < 0.03, (k, got[f"{k}_ci_low"],
                                                                                               lo, got[f"{k}_ci_high"], hi)
+    assert bounds >= 8  # fnr, fpr, tpr, accuracy, selection rate ... differences and equalized odds
     headline = evaluate_cell(_cfg(tmp_path), y, pred, s, None, seed=9)
     assert sorted(k for k in headline if "_ci_" in k) == ["accuracy_ci_high", "accuracy_ci_low",
                                                           "fnr_difference_ci_high", "fnr_difference_ci_low"]

@@ -4,8 +4,9 @@
   ``MetricFrame`` given both columns as sensitive features (to 1e-12); gaps over the intersections equal
   ``MetricFrame.difference()``.
 * Coverage of the 95 % intervals over 500 simulated test sets with six intersecting groups: overall and per-group
-  rates within 2 points of 95 %; the max − min gaps under-cover (the percentile bootstrap of a maximum over noisy
-  groups is biased upwards), as ``docs/configuration.md`` says."""
+  rates within 2 points of 95 %; the max − min gaps, whose interval is a simultaneous bound over the pairs of
+  groups, at least 93 % — also when several groups share the extreme rate, where a percentile interval of the gap
+  never covers it (``docs/configuration.md``)."""
 
 from __future__ import annotations
 
@@ -58,17 +59,14 @@ def test_metrics_per_intersection_equal_metricframe_with_both_sensitive_features
         assert ours[name] == pytest.approx(mf.overall[name], abs=1e-12), name
 
 
-def test_interval_coverage_over_500_simulations_with_six_intersections():
-    sizes = np.array([380, 320, 250, 180, 120, 60])
-    base = np.array([0.55, 0.50, 0.45, 0.40, 0.35, 0.30])
-    tpr = np.array([0.72, 0.68, 0.64, 0.60, 0.56, 0.50])
-    fpr = np.array([0.30, 0.26, 0.22, 0.20, 0.18, 0.15])
-    g = np.repeat(np.arange(6), sizes)
+def _coverage(sizes, base, tpr, fpr, reps, seed):
+    g = np.repeat(np.arange(len(sizes)), sizes)
+    fnr = 1 - tpr
     true = {"accuracy": float((sizes * (base * tpr + (1 - base) * (1 - fpr))).sum() / sizes.sum()),
-            "fnr_group_5": 1 - tpr[5], "fpr_group_0": fpr[0],
-            "fnr_difference": float((1 - tpr).max() - (1 - tpr).min()), "fpr_difference": float(fpr.max() - fpr.min())}
-    rng = np.random.default_rng(7)
-    reps = 500
+            "fnr_group_5": fnr[5], "fpr_group_0": fpr[0],
+            "fnr_difference": float(fnr.max() - fnr.min()), "fpr_difference": float(fpr.max() - fpr.min()),
+            "equalized_odds_difference": float(max(tpr.max() - tpr.min(), fpr.max() - fpr.min()))}
+    rng = np.random.default_rng(seed)
     hits = dict.fromkeys(true, 0)
     for r in range(reps):
         y = (rng.random(g.size) < base[g]).astype(int)
@@ -76,10 +74,31 @@ def test_interval_coverage_over_500_simulations_with_six_intersections():
         iv = bootstrap_ci(y, p, g, seed=r, names=list(true))
         for k, v in true.items():
             hits[k] += iv[k].low <= v <= iv[k].high
-    cover = {k: h / reps for k, h in hits.items()}
+    return {k: h / reps for k, h in hits.items()}
+
+
+SIZES = np.array([380, 320, 250, 180, 120, 60])
+BASE = np.array([0.55, 0.50, 0.45, 0.40, 0.35, 0.30])
+
+
+def test_interval_coverage_over_500_simulations_with_six_intersections():
+    """Rates within 2 points of 95 %; max − min gaps (the simultaneous pairwise bound) at least 93 %: with
+    this seed accuracy 0.968, the group rates 0.948 / 0.938, the FNR and FPR gaps 0.994 / 0.988 and the
+    equalized-odds gap 0.998 (a percentile interval of the three gaps: 0.886 / 0.824 / 0.780)."""
+    cover = _coverage(SIZES, BASE, np.array([0.72, 0.68, 0.64, 0.60, 0.56, 0.50]),
+                      np.array([0.30, 0.26, 0.22, 0.20, 0.18, 0.15]), reps=500, seed=7)
     for k in ("accuracy", "fnr_group_5", "fpr_group_0"):
         assert abs(cover[k] - 0.95) <= 0.02, cover
-    # max - min over six groups: 0.886 (FNR) and 0.824 (FPR) with this seed (accuracy 0.968, the two group rates
-    # 0.948 and 0.938); documented as under-covering in docs/configuration.md
-    for k in ("fnr_difference", "fpr_difference"):
-        assert cover[k] >= 0.80, cover
+    for k in ("fnr_difference", "fpr_difference", "equalized_odds_difference"):
+        assert cover[k] >= 0.93, cover
+
+
+def test_gap_intervals_cover_when_groups_share_the_extreme_rate():
+    """Six groups whose rates nearly tie (true FNR gap 0.02, FPR gap 0.02): the largest observed difference
+    is mostly noise, and a percentile interval of the max − min gap never covered the true gap (0 of 300, for
+    all three gaps); the bound covers it at least 93 % of the time (this seed: FNR 0.953, FPR 0.990, equalized
+    odds 0.960)."""
+    cover = _coverage(SIZES, BASE, np.array([0.60, 0.60, 0.62, 0.60, 0.61, 0.60]),
+                      np.array([0.20, 0.20, 0.21, 0.20, 0.22, 0.20]), reps=300, seed=7)
+    for k in ("fnr_difference", "fpr_difference", "equalized_odds_difference"):
+        assert cover[k] >= 0.93, cover

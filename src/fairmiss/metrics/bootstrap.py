@@ -16,7 +16,19 @@ with other test rows from the same population. The method:
   floating-point operations of :func:`fairmiss.metrics.evaluate` (the tests hold each resample's values equal to
   ``evaluate`` on the resampled rows);
 * **percentile interval** at ``level``: the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles
-  (:func:`numpy.quantile`, linear interpolation) of the resamples where the metric is defined.
+  (:func:`numpy.quantile`, linear interpolation) of the resamples where the metric is defined — for every
+  metric but the max − min gaps;
+* **a bound for a max − min gap** (``<rate>_difference``, a gap registered with ``max_of``, e.g. the
+  equalized-odds difference): :func:`max_gap_interval`. The gap is the largest of the between-group
+  differences ``p_i − p_j``; the largest of noisy differences is biased upwards, and a percentile interval of
+  it inherits the bias: over 500 simulated test sets with six groups its 95 % intervals covered the true FNR,
+  FPR and equalized-odds gaps 88.6 %, 82.4 % and 78.0 % of the time, and never when several groups share the
+  extreme rate (``tests/test_intersectional_fairlearn.py``). The bound instead holds whenever every
+  difference's own bound does: the upper end is the largest of the differences' ``(1 + level)/2`` percentile
+  ends (one of them belongs to the pair that attains the true gap), the lower end the largest of their
+  simultaneous lower ends (max-t over every pair: which pair attains the gap is not known). It is
+  conservative, and about 1.3–1.5× as wide: 98.8–99.8 % in the six-group simulation, 95–99 % when the groups
+  nearly tie;
 
 **NaN.** A resample where a metric is undefined (a group without positives for an FNR, hence for the FNR
 gap) is left out, and :class:`Interval` reports how many were defined. An interval resting on fewer than half
@@ -41,7 +53,8 @@ from fairmiss.metrics.kinds import COUNT_METRICS, METRIC_TABLE, gap_rates
 from fairmiss.metrics.rates import _BUILTIN_COUNT_RATES, from_counts, group_counts
 
 __all__ = ["Interval", "bootstrap_ci", "bootstrap_counts", "stratified_indices", "counts_from_indices",
-           "resampled_metrics", "rates_for", "percentile_interval", "interval_metrics", "default_rates",
+           "resampled_metrics", "rates_for", "percentile_interval", "max_gap_interval", "interval_metrics",
+           "default_rates",
            "NOT_FROM_COUNTS", "DEFAULT_N_BOOT", "DEFAULT_LEVEL"]
 
 DEFAULT_N_BOOT = 1000
@@ -286,6 +299,66 @@ def percentile_interval(values, *, level: float = DEFAULT_LEVEL) -> Interval:
     return Interval(float(lo), float(hi), k, n_boot)
 
 
+def max_gap_interval(resampled: Sequence[np.ndarray], observed: Sequence[np.ndarray], *,
+                     level: float = DEFAULT_LEVEL) -> Interval:
+    """The interval of a gap that is the largest between-group difference of one or more rates.
+
+    ``resampled[r]`` holds rate ``r``'s per-group values in every resample, shape ``(n_boot, groups)``;
+    ``observed[r]`` its values on the data, shape ``(groups,)``. The gap is ``max_{r, i≠j} p_ri − p_rj``.
+    With ``d_k`` the ordered differences, ``d̂_k`` their observed and ``d*_k`` their resampled values,
+    ``s_k`` the standard deviation of ``d*_k`` and ``a = (1 + level) / 2``:
+
+    * **high** ``= max_k quantile_a(d*_k)``: the pair that attains the true gap is one of the ``k``, and
+      its percentile end lies above its difference with probability ``a``;
+    * **low** ``= max(0, max_k d̂_k − c·s_k)`` with ``c`` the ``a``-quantile of ``max_k (d*_k − d̂_k) / s_k``
+      over the resamples: every difference is above its lower end at once with probability ``a``, so the
+      largest lower end is below the gap. A difference that never varies (``s_k = 0``) is its own bound.
+
+    Resamples where a group's rate is undefined are left out, as for a percentile interval (NaN when fewer
+    than half are left); with an undefined observed rate the percentile interval of the resampled gap is
+    returned. One group: no difference, NaN."""
+    n_boot = resampled[0].shape[0]
+    if resampled[0].shape[1] < 2:
+        return Interval(float("nan"), float("nan"), 0, n_boot)
+    by = np.concatenate([np.asarray(r, dtype=float) for r in resampled], axis=1)
+    ob = np.concatenate([np.asarray(o, dtype=float) for o in observed])
+    ok = ~np.isnan(by).any(axis=1)
+    k = int(ok.sum())
+    if k == 0 or 2 * k < n_boot:
+        return Interval(float("nan"), float("nan"), k, n_boot)
+    sizes = [np.asarray(r).shape[1] for r in resampled]
+    i, j = [], []
+    start = 0
+    for size in sizes:  # ordered pairs within each rate's block of columns
+        a_, b_ = np.where(~np.eye(size, dtype=bool))
+        i.append(a_ + start)
+        j.append(b_ + start)
+        start += size
+    i, j = np.concatenate(i), np.concatenate(j)
+    if np.isnan(ob).any():
+        return percentile_interval((by[:, i] - by[:, j]).max(axis=1), level=level)
+    d = by[ok][:, i] - by[ok][:, j]
+    dh = ob[i] - ob[j]
+    a = (1.0 + level) / 2.0
+    high = float(np.quantile(d, a, axis=0).max())
+    se = d.std(axis=0, ddof=1)
+    live = se > 0
+    low_k = dh.copy()
+    if live.any():
+        t = ((d[:, live] - dh[live]) / se[live]).max(axis=1)
+        low_k[live] = dh[live] - float(np.quantile(t, a)) * se[live]
+    low = max(0.0, float(low_k.max()))
+    return Interval(low, max(high, low), k, n_boot)
+
+
+def _max_of(name: str, rates: Sequence[str]) -> tuple[str, ...]:
+    """The rates whose largest between-group difference ``name`` is (``()``: not such a gap)."""
+    m = METRIC_TABLE.get(name)
+    if m is not None and m.kind == "gap":
+        return m.max_of if set(m.max_of) <= set(rates) else ()
+    return next(((r,) for r in rates if name == f"{r}_difference"), ())
+
+
 def bootstrap_ci(y_true, y_pred, group, *, seed: int, n_boot: int = DEFAULT_N_BOOT, level: float = DEFAULT_LEVEL,
                  names: Sequence[str] | None = None, rates: Sequence[str] | None = None,
                  resample: str = "multinomial", strata: str = "group") -> dict[str, Interval]:
@@ -328,7 +401,20 @@ def bootstrap_ci(y_true, y_pred, group, *, seed: int, n_boot: int = DEFAULT_N_BO
         missing = [n for n in names if n not in values]
         if missing:
             raise KeyError(f"no bootstrap for {missing}; known: {sorted(values)}")
-    return {n: percentile_interval(values[n], level=level) for n in (names if names is not None else values)}
+    observed = None
+    out = {}
+    for n in (names if names is not None else values):
+        max_of = _max_of(n, wanted)
+        if not max_of:
+            out[n] = percentile_interval(values[n], level=level)
+            continue
+        if observed is None:
+            _, _, obs = group_counts(y_true, y_pred, group)
+            observed = resampled_metrics(groups, obs[None], rates=wanted)
+        per_group = [[f"{r}_group_{g}" for g in groups] for r in max_of]
+        out[n] = max_gap_interval([np.stack([values[c] for c in cols], axis=1) for cols in per_group],
+                                  [np.array([observed[c][0] for c in cols]) for cols in per_group], level=level)
+    return out
 
 
 def interval_metrics(intervals: dict[str, Interval]) -> dict[str, float]:

@@ -52,6 +52,10 @@ class MetricInfo:
     of ``uses`` is in it) returning a float, NaN as soon as an input is NaN. A ``compute`` written with
     elementwise numpy operations (``np.maximum``, not ``max``) also takes arrays, which lets
     :mod:`fairmiss.metrics.bootstrap` evaluate it for every resample in one call (else once per resample).
+
+    ``max_of``: the rates whose between-group differences the gap is the largest of (a rate's gap: that
+    rate; ``equalized_odds_difference``: TPR and FPR); its bootstrap interval is then the simultaneous
+    pairwise bound (:func:`fairmiss.metrics.bootstrap.max_gap_interval`), else a percentile interval.
     """
 
     name: str
@@ -66,6 +70,7 @@ class MetricInfo:
     compute: Callable[[dict], float] | None = None
     uses: tuple[str, ...] = ()
     module: str = ""
+    max_of: tuple[str, ...] = ()
 
 
 #: name -> :class:`MetricInfo`, in registration order (built-in table first)
@@ -74,7 +79,8 @@ METRIC_TABLE: dict[str, MetricInfo] = {}
 
 def register_metric(name: str, *, kind: str, label: str, better: str | None = "lower", needs=(), choice: bool = False,
                     summary: bool = False, group_bars: bool = False, rate: str | None = None,
-                    compute: Callable[[dict], float] | None = None, uses=(), module: str | None = None) -> MetricInfo:
+                    compute: Callable[[dict], float] | None = None, uses=(), module: str | None = None,
+                    max_of=()) -> MetricInfo:
     """Add one row to :data:`METRIC_TABLE` (refused twice, or with inconsistent flags); ``module`` defaults to
     the calling module (shown on the kinds page)."""
     if name in METRIC_TABLE:
@@ -91,13 +97,17 @@ def register_metric(name: str, *, kind: str, label: str, better: str | None = "l
         problems.append("a gap has exactly one of rate= (max − min of a per-group rate) and compute=")
     if kind == "rate" and (rate or compute or uses or needs or choice):
         problems.append("rate, compute, uses, needs and choice are for gaps")
+    max_of = tuple(max_of) or ((rate,) if rate else ())
+    if max_of and (kind != "gap" or not set(max_of) <= set((rate,) if rate else uses)):
+        problems.append("max_of lists rates of the gap (its rate, or rates it uses)")
     if kind == "gap" and group_bars:
         problems.append("group_bars is for per-group rates")
     if problems:
         raise ValueError(f"metric {name!r}: " + "; ".join(problems))
     if module is None:
         module = sys._getframe(1).f_globals.get("__name__", "")
-    info = MetricInfo(name, kind, label, better, needs, choice, summary, group_bars, rate, compute, uses, module)
+    info = MetricInfo(name, kind, label, better, needs, choice, summary, group_bars, rate, compute, uses, module,
+                      max_of)
     METRIC_TABLE[name] = info
     return info
 
@@ -161,7 +171,7 @@ register_metric("fpr_difference", kind="gap", label="FPR difference", rate="fpr"
 register_metric("tpr_difference", kind="gap", label="TPR difference", rate="tpr", needs=(1,), summary=True)
 register_metric("equalized_odds_difference", kind="gap", label="equalized odds difference (GAPMax)",
                 compute=lambda o: np.maximum(o["tpr_difference"], o["fpr_difference"]), uses=("tpr", "fpr"),
-                needs=(0, 1), choice=True, summary=True)
+                max_of=("tpr", "fpr"), needs=(0, 1), choice=True, summary=True)
 register_metric("equalized_odds_sum", kind="gap", label="equalized odds sum (ΔTPR + ΔFPR)",
                 compute=lambda o: o["tpr_difference"] + o["fpr_difference"], uses=("tpr", "fpr"), needs=(0, 1))
 register_metric("demographic_parity_difference", kind="gap", label="demographic parity difference",
