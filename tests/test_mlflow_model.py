@@ -121,6 +121,38 @@ def test_audit_equals_the_training_run_and_imputed_predictions(trained):
     assert acc.between(0.5, 1.0).all()
 
 
+def test_an_audit_that_logs_its_models_prints_no_warning(trained, capfd):
+    """Auditing a registered model with ``log_models: true``: the audit logs the model it evaluated, and
+    neither the console nor Python's warnings say anything is wrong (no scikit-learn tags warning, no
+    "model not logged")."""
+    import warnings
+
+    from flows.api import run
+
+    tmp, store = trained["tmp"], trained["store"]
+    cfg = _base(tmp, store, name="own_credit_audit_logged", imputers=[{"kind": "mean"}], log_models=True,
+                learners=[{"kind": "mlflow_model", "name": "deployed_v",
+                           "model_uri": f"models:/credit/{trained['version']}"}])
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = run(cfg, results_dir=tmp / "results_logged", processed_dir=tmp / "processed")
+    out, err = capfd.readouterr()
+    assert (res.cells["status"] == "ok").all(), res.cells[["status"]]
+    said = "\n".join([out, err] + [str(w.message) for w in caught])
+    for bad in ("__sklearn_tags__", "BaseEstimator", "model not logged", "Traceback"):
+        assert bad not in said, said[-3000:]
+    assert not [line for line in err.splitlines() if "WARNING" in line], err[-3000:]
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(store)
+    child = [r for r in client.search_runs([client.get_experiment_by_name("own_credit_audit_logged").experiment_id])
+             if r.info.run_id != res.parent_run_id]
+    assert child and all(client.search_logged_models(experiment_ids=[r.info.experiment_id],
+                                                     filter_string=f"source_run_id = '{r.info.run_id}'")
+                         for r in child)
+
+
 def test_prefit_model_is_never_refitted_and_checks_features(trained):
     model = load_logged_model(f"runs:/{trained['run_id']}/model", trained["store"])
     rng = np.random.default_rng(0)

@@ -252,6 +252,16 @@ def test_flow_run_any_on_own_data(tmp_path):
     runs = client.search_runs([client.get_run(out["parent_run_id"]).info.experiment_id])
     for r in runs:
         assert "Synthetic Person" not in json.dumps(r.data.params) and "name" not in r.data.params
+    # the data's own group names, carried through: MLflow metric names, the name map, the confusion table
+    cells = [r for r in runs if r.info.run_id != out["parent_run_id"]]
+    assert len(cells) == 4
+    for r in cells:
+        keys = set(r.data.metrics)
+        assert {"fnr_female", "fnr_male", "accuracy_female"} <= keys, sorted(keys)[:40]
+        assert not [k for k in keys if "_group_" in k and not k.startswith("imp_")], sorted(keys)
+        assert {"female", "male"} <= set(json.loads(r.data.tags["groups.metric_names"]).values())
+    confusion = next((tmp_path / "results" / "own_credit").rglob("confusion*.csv")).read_text()
+    assert "(female)" in confusion and "(male)" in confusion
 
 
 def test_prepare_flow_takes_an_own_data_config(tmp_path, monkeypatch):
