@@ -83,6 +83,10 @@ def test_average_is_independent_of_row_order():
 
 
 def test_equals_sklearn_without_ties():
+    """Continuous features: no donor is tied at the k-th distance (probability 0), so both average the same
+    donors. Uniform weights: equal to 1e-12 (only the summation order differs). Distance weights: 1e-9, since
+    scikit-learn computes distances as ``x·x + y·y − 2·x·y``, whose rounding moves the weights ~1e-8 relative
+    (fairmiss sums squared differences)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 5))
     X[rng.random(X.shape) < 0.2] = np.nan
@@ -90,7 +94,7 @@ def test_equals_sklearn_without_ties():
         a = KNNImputer(n_neighbors=5, weights=weights, add_indicator=True).fit(X[:200]).transform(X)
         b = TieAwareKNNImputer(n_neighbors=5, weights=weights, add_indicator=True).fit(X[:200]).transform(X)
         assert a.shape == b.shape
-        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 if weights == "uniform" else 1e-9)
 
 
 def test_edge_cases_all_missing_column_and_no_common_coordinate():
