@@ -57,7 +57,7 @@ OTHER_LIMITS = (0.0, 0.05)
 def _streed(Z, y, limit):
     clf = pystreed.STreeDGroupFairnessClassifier(optimization_task="equality-of-opportunity", max_depth=DEPTH,
                                                  discrimination_limit=float(min(1.0, limit)), time_limit=600,
-                                                 sensitive_feature=0)
+                                                 sensitive_feature=0, use_upper_bound=False)
     clf.fit(Z, y)
     return clf.predict(Z)
 
