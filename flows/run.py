@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = False, **kw):
     """Everything before a flow starts, without Prefect: ``(cfg, done)`` — the loaded config and the
     up-to-date answer (the dict of :func:`flows.experiment.up_to_date`, or ``None``: a flow has to run).
-    Raises the user errors of today (config, output directories, raw files, deployed models).
+    Raises the user errors found before a flow starts (config, output directories, raw files, deployed models).
 
     The flow reads its config again from ``config_path``: the path is the flow's Prefect parameter, so that a
     deployment, a retry or a run started from the Prefect UI sees the file, not a copy frozen in the API's
