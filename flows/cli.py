@@ -296,8 +296,10 @@ def _cmd_serve(args) -> int:
         os.environ["PREFECT_API_URL"] = st.api_url  # before Prefect is imported: its settings are read then
         print(f"Prefect server {'started' if new else 'running'} at {st.url} (dashboard and schedules there; "
               f"`fairmiss server stop` stops it)")
+    from flows.errors import quiet_prefect_console
     from flows.serve import serve
 
+    quiet_prefect_console()  # Prefect's per-run chatter and library warnings off the console, as for `run`
     print(f"serving {len(sched.deployments)} deployment(s): "
           + ", ".join(f"{d.name} ({f'cron {d.cron!r}' if d.cron else f'every {d.interval_seconds} s'})"
                       for d in sched.deployments), flush=True)

@@ -326,6 +326,7 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
     """Run one experiment config. ``skip_if_unchanged`` (used by scheduled deployments): do nothing
     when a FINISHED parent run with the same fingerprint (config, raw data, code version) exists.
     Library warnings raised during the run are logged to the parent run as ``warnings.txt``."""
+    errors.quiet_prefect_console()  # a run started by `fairmiss serve` or a deployment: the console `run` has
     with WarningLog() as warned:
         return _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if_unchanged, warned)
 
@@ -593,7 +594,8 @@ def _write_outputs(stage: Path, cfg, results, data, groups, cells) -> dict:
     from fairmiss.reporting.html import html_report, tradeoff_report, write_cell_metrics
 
     tradeoff_files = [Path(p).name for p in tradeoff_report(results, cfg.fairness_metric, stage,
-                                                             title=cfg.experiment).values()]
+                                                             title=cfg.experiment,
+                                                             label_names=label_names(data.dataset)).values()]
     write_cell_metrics(results, stage)
     html_report(stage, title=cfg.experiment, fairness_metric=cfg.fairness_metric, references=cfg.references,
                 description=cfg.description, claims=claim_sections())
@@ -683,6 +685,13 @@ def group_names(dataset: str) -> dict[str, str]:
     from fairmiss.datasets import get_variant
 
     return {str(k): str(v) for k, v in sorted(get_variant(dataset).group_encoding.items())}
+
+
+def label_names(dataset: str) -> dict[str, str]:
+    """Label code -> name, from the dataset registry (own data: the file's values, e.g. ``no`` / ``yes``)."""
+    from fairmiss.datasets import get_variant
+
+    return {str(k): str(v) for k, v in sorted(get_variant(dataset).label_encoding.items())}
 
 
 def cell_description(res, dataset: str, groups: dict[str, str]) -> str:

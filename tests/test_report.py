@@ -277,6 +277,26 @@ def test_confusion_figure_counts_are_brute_force_sums_over_splits():
     assert counts == expect
 
 
+def test_confusion_matrices_name_the_labels():
+    """The data's own label names on the rows and columns ("true default", "pred repaid"), long names wrapped;
+    without names the codes."""
+    from fairmiss.pipeline.cell import CellResult
+    from fairmiss.reporting.group_figures import confusion_figure, confusion_long, confusion_sums, label_ticks
+
+    res = [CellResult(key="split0/m", method="mean+tree", split_index=0, missingness="mcar", imputer="mean",
+                      learner="tree", status="ok", confusion={"0": [[5, 1], [2, 3]], "1": [[4, 2], [1, 6]]})]
+    sums = confusion_sums(confusion_long(res, {"0": "female", "1": "male"}))
+    fig = confusion_figure(sums, label_names={0: "repaid", 1: "default"})
+    for ax in fig.axes:
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["pred repaid", "pred default"]
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["true repaid", "true default"]
+    plain = confusion_figure(sums)
+    assert [t.get_text() for t in plain.axes[0].get_yticklabels()] == ["true 0", "true 1"]
+    pred, true = label_ticks({"0": "no recidivism", "1": "recidivated within two years"})
+    assert true == ["true no\nrecidivism", "true recidivated\nwithin two years"]
+    assert pred == ["pred no\nrecidivism", "pred\nrecidivated\nwithin two\nyears"]
+
+
 def test_flow_report_shows_named_imputation_errors_and_confusion_matrices(reported):
     from fairmiss.reporting.group_figures import confusion_figure, confusion_sums, imputation_error_figure
     from fairmiss.reporting.html import imputation_diagnostics_table

@@ -88,6 +88,10 @@ def test_interval_schedule_fires_on_the_local_server(tmp_path):
         cfg.write_text(yaml.safe_dump(data, sort_keys=False))
         wait_for(lambda: _n_runs(db, "FINISHED") >= n_first + 2, "a scheduled run after the config changed")
         assert all(r["auto_scheduled"] for r in first)
+        # the console of `serve` is the console of `run`: no per-task-run lines, no library warning blocks
+        console = (tmp_path / "serve.log").read_text()
+        assert "Task run '" not in console and "Finished in state Completed()" not in console, console[-4000:]
+        assert "Warning:" not in console, console[-4000:]
     finally:
         proc.terminate()
         try:

@@ -170,8 +170,21 @@ def confusion_sums(conf: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def confusion_figure(sums: pd.DataFrame, *, title: str = "") -> Figure | None:
-    """Small multiples: one 2×2 heat map per (method, group) — rows true 0/1, columns predicted 0/1, each
+def label_ticks(label_names: dict | None) -> tuple[list[str], list[str]]:
+    """The confusion matrices' tick labels: ``(predicted, true)``, each ``[label 0, label 1]``, in the data's own
+    words when ``label_names`` (code -> name, e.g. the dataset's label encoding) names them ("pred repaid",
+    "true default"), wrapped at 12 characters below a panel (two sit side by side) and 16 beside it; else the
+    codes ("pred 0", "true 1")."""
+    import textwrap
+
+    names = {str(k): str(v) for k, v in (label_names or {}).items()}
+    words = [names.get(c, c) for c in ("0", "1")]
+    return ([textwrap.fill(f"pred {w}", 12) for w in words], [textwrap.fill(f"true {w}", 16) for w in words])
+
+
+def confusion_figure(sums: pd.DataFrame, *, title: str = "", label_names: dict | None = None) -> Figure | None:
+    """Small multiples: one 2×2 heat map per (method, group) — rows true 0/1, columns predicted 0/1 (named by
+    ``label_names``, code -> name, when given: :func:`label_ticks`), each
     cell annotated TN / FP / FN / TP with its count summed over splits, coloured by its share of the true
     class (so groups of different sizes compare). Methods in the order given (rows of panels), groups side
     by side. ``sums`` holds one missingness (:func:`confusion_sums`)."""
@@ -184,12 +197,14 @@ def confusion_figure(sums: pd.DataFrame, *, title: str = "") -> Figure | None:
     nrows = math.ceil(len(methods) / blocks)
     fig = Figure(figsize=(max(5.5, 1.9 * ncols + 0.6), 1.75 * nrows + 1.1), layout="constrained")
     cells = [["TN", "FP"], ["FN", "TP"]]
+    pred_ticks, true_ticks = label_ticks(label_names)
+    pred_size = "xx-small" if any("\n" in t for t in pred_ticks) else "x-small"  # wrapped names: two side by side
     for i, m in enumerate(methods):
         for j, g in enumerate(groups):
             row = sums[(sums["method"] == m) & (sums["group"] == g)]
             ax = fig.add_subplot(nrows, ncols, (i // blocks) * ncols + (i % blocks) * len(groups) + j + 1)
-            ax.set_xticks([0, 1], ["pred 0", "pred 1"], fontsize="x-small")
-            ax.set_yticks([0, 1], ["true 0", "true 1"], fontsize="x-small")
+            ax.set_xticks([0, 1], pred_ticks, fontsize=pred_size)
+            ax.set_yticks([0, 1], true_ticks, fontsize="x-small")
             if row.empty:
                 ax.set_title(f"{m}\n{g}: —", fontsize="x-small")
                 continue
@@ -209,7 +224,7 @@ def confusion_figure(sums: pd.DataFrame, *, title: str = "") -> Figure | None:
     return fig
 
 
-def plot_confusion(sums: pd.DataFrame, path, *, title: str = "") -> Path | None:
+def plot_confusion(sums: pd.DataFrame, path, *, title: str = "", label_names: dict | None = None) -> Path | None:
     """:func:`confusion_figure` written to ``path`` (PNG); None without counts."""
-    fig = confusion_figure(sums, title=title)
+    fig = confusion_figure(sums, title=title, label_names=label_names)
     return None if fig is None else save_figure(fig, path)

@@ -49,12 +49,13 @@ def _group_names(out_dir: Path) -> dict:
 
 
 def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str = "",
-                    group_names: dict | None = None) -> dict[str, Path]:
+                    group_names: dict | None = None, label_names: dict | None = None) -> dict[str, Path]:
     """The trade-off files of a finished grid: Pareto tables, per-family trade-off and cross-method front
     figures per missingness, and the per-group confusion matrices (``confusion.csv``: per cell and group;
     ``confusion_<missingness>.png``: summed over splits, one heat map per method and named group). Returns
     every written path (the flow logs each to MLflow under ``report/``). Group names: ``group_names``, else
-    ``metrics.json`` ``groups`` in ``out_dir``."""
+    ``metrics.json`` ``groups`` in ``out_dir``; ``label_names`` (code -> name) name the confusion matrices'
+    rows and columns."""
     from fairmiss.reporting.plots import plot_tradeoff
 
     rows = [
@@ -97,11 +98,13 @@ def tradeoff_report(results, fairness_metric: str, out_dir: Path, *, title: str 
         plot_front(front, p, fairness_metric, title=title)
         out[f"front_{miss}"] = p
     out.update(_confusion_files(results, fairness_metric, out_dir, title=title,
-                                group_names=_group_names(out_dir) if group_names is None else group_names))
+                                group_names=_group_names(out_dir) if group_names is None else group_names,
+                                label_names=label_names))
     return out
 
 
-def _confusion_files(results, fairness_metric: str, out_dir: Path, *, title: str, group_names: dict) -> dict:
+def _confusion_files(results, fairness_metric: str, out_dir: Path, *, title: str, group_names: dict,
+                     label_names: dict | None = None) -> dict:
     """``confusion.csv`` and one ``confusion_<missingness>.png`` per missingness; methods in the report's
     order (smallest mean fairness gap first, ties by name)."""
     from fairmiss.reporting.group_figures import confusion_long, confusion_sums, plot_confusion
@@ -117,7 +120,8 @@ def _confusion_files(results, fairness_metric: str, out_dir: Path, *, title: str
         order = sorted(sums["method"].unique(), key=lambda m: (np.isnan(gaps.get(m, np.nan)),
                                                                  np.nan_to_num(gaps.get(m, np.nan)), m))
         sums = sums.set_index("method").loc[order].reset_index()
-        p = plot_confusion(sums, Path(out_dir) / f"confusion_{miss}.png", title=f"{title} — {miss}" if title else miss)
+        p = plot_confusion(sums, Path(out_dir) / f"confusion_{miss}.png", title=f"{title} — {miss}" if title else miss,
+                           label_names=label_names)
         if p is not None:
             out[f"confusion_{miss}"] = p
     return out
