@@ -121,38 +121,6 @@ def test_audit_equals_the_training_run_and_imputed_predictions(trained):
     assert acc.between(0.5, 1.0).all()
 
 
-def test_an_audit_that_logs_its_models_prints_no_warning(trained, capfd):
-    """Auditing a registered model with ``log_models: true``: the audit logs the model it evaluated, and
-    neither the console nor Python's warnings say anything is wrong (no scikit-learn tags warning, no
-    "model not logged")."""
-    import warnings
-
-    from flows.api import run
-
-    tmp, store = trained["tmp"], trained["store"]
-    cfg = _base(tmp, store, name="own_credit_audit_logged", imputers=[{"kind": "mean"}], log_models=True,
-                learners=[{"kind": "mlflow_model", "name": "deployed_v",
-                           "model_uri": f"models:/credit/{trained['version']}"}])
-    capfd.readouterr()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = run(cfg, results_dir=tmp / "results_logged", processed_dir=tmp / "processed")
-    out, err = capfd.readouterr()
-    assert (res.cells["status"] == "ok").all(), res.cells[["status"]]
-    said = "\n".join([out, err] + [str(w.message) for w in caught])
-    for bad in ("__sklearn_tags__", "BaseEstimator", "model not logged", "Traceback"):
-        assert bad not in said, said[-3000:]
-    assert not [line for line in err.splitlines() if "WARNING" in line], err[-3000:]
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(store)
-    child = [r for r in client.search_runs([client.get_experiment_by_name("own_credit_audit_logged").experiment_id])
-             if r.info.run_id != res.parent_run_id]
-    assert child and all(client.search_logged_models(experiment_ids=[r.info.experiment_id],
-                                                     filter_string=f"source_run_id = '{r.info.run_id}'")
-                         for r in child)
-
-
 def test_prefit_model_is_never_refitted_and_checks_features(trained):
     model = load_logged_model(f"runs:/{trained['run_id']}/model", trained["store"])
     rng = np.random.default_rng(0)
@@ -234,3 +202,42 @@ def test_loading_leaves_mlflow_globals_and_environment_as_they_were(trained, mon
     load_logged_model(f"models:/credit/{trained['version']}", trained["store"])
     assert "MLFLOW_TRACKING_URI" not in os.environ and "MLFLOW_REGISTRY_URI" not in os.environ
     assert tracking_utils._tracking_uri == before
+
+
+# last in the module: see its docstring
+def test_an_audit_that_logs_its_models_prints_no_warning(trained):
+    """``fairmiss run`` auditing a registered model with ``log_models: true``: the audit logs the model it
+    evaluated, and its console says nothing is wrong (no scikit-learn tags warning, no "model not logged", no
+    WARNING line). A process of its own, as a user runs it: a second in-process run with models logged, in a
+    process whose MLflow client has the same SQLite store open, made that client read "database disk image is
+    malformed" (the file itself checks ok afterwards, and a fresh process reads it): an open problem. So this
+    test runs last in the module and reads the store from a process of its own too."""
+    import json
+    import subprocess
+    import sys
+
+    tmp, store = trained["tmp"], trained["store"]
+    cfg = _base(tmp, store, name="own_credit_audit_logged", imputers=[{"kind": "mean"}], log_models=True,
+                learners=[{"kind": "mlflow_model", "name": "deployed_v",
+                           "model_uri": f"models:/credit/{trained['version']}"}])
+    path = tmp / "audit_logged.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    r = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(path), "--results-dir",
+                        str(tmp / "results_logged"), "--processed-dir", str(tmp / "processed")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    said = r.stdout + r.stderr
+    for bad in ("__sklearn_tags__", "BaseEstimator", "model not logged", "Traceback"):
+        assert bad not in said, said[-3000:]
+    assert not [line for line in said.splitlines() if "WARNING" in line], said[-3000:]
+    cells = pd.read_csv(tmp / "results_logged" / "own_credit_audit_logged" / "cells.csv")
+    assert len(cells) == 2 and (cells["status"] == "ok").all(), cells
+    probe = ("import json, sys; from mlflow.tracking import MlflowClient; c = MlflowClient(sys.argv[1]); "
+             "e = c.get_experiment_by_name('own_credit_audit_logged').experiment_id; "
+             "ch = [r for r in c.search_runs([e]) if r.data.tags.get('mlflow.parentRunId')]; "
+             "print(json.dumps([len(c.search_logged_models(experiment_ids=[e], "
+             "filter_string=f\"source_run_id = '{r.info.run_id}'\")) for r in ch]))")
+    r = subprocess.run([sys.executable, "-c", probe, store], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    logged = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(logged) == 2 and all(n >= 1 for n in logged), logged
