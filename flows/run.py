@@ -167,6 +167,7 @@ def check_store(uri: str) -> None:
     blocked by a file, or a tracking server that does not answer ``/health`` within 10 s. One
     :class:`~fairmiss.config.ConfigError` in the words of :class:`fairmiss.tracking.TrackingStoreError`;
     other schemes (a database server) are left to MLflow. Reads only: the probe file is removed at once."""
+    import errno
     import tempfile
 
     from fairmiss.config import ConfigError
@@ -196,9 +197,15 @@ def check_store(uri: str) -> None:
         fd, probe = tempfile.mkstemp(prefix=".fairmiss-probe-", dir=where)
         os.close(fd)
         os.unlink(probe)
-        if db.exists():
-            with open(db, "r+b"):
-                pass
+        # os.access, not open(db, "r+b"): closing any descriptor of the database file drops every POSIX lock
+        # this process's SQLite connections hold on it (SQLite's "How To Corrupt", 2.2). An MLflow client
+        # already open in this process (a notebook's second run) then lost its WAL read lock: a writer process
+        # closing last checkpointed and deleted the -wal/-shm files under it, and it read a stale table
+        # (3,001 of 12,001 rows) or "database disk image is malformed". access(2) asks the kernel the same
+        # question (file modes, ACLs, read-only mounts, immutable files; capabilities for root) without a
+        # descriptor.
+        if db.exists() and not os.access(db, os.W_OK):
+            raise PermissionError(errno.EACCES, "Permission denied", str(db))
     except OSError as exc:
         raise ConfigError(f"MLflow tracking store {db}: it is not writable: {type(exc).__name__}: {exc}") from None
 
