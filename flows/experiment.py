@@ -210,12 +210,28 @@ def cell_batches(cells: list, execution) -> list[list]:
 class CellProgress:
     """Progress over a run's cells: a bar with ETA (tqdm, on stderr) when stderr is a terminal and ``-v`` is
     off — the per-cell log lines then stay out of the console (they remain in Prefect's log) — and an
-    ``ETA`` suffix for those log lines either way. The ETA is the mean time per computed cell so far times
-    the computed cells left (reused cells cost nothing)."""
+    ``ETA`` suffix for those log lines either way.
 
-    def __init__(self, total: int, to_compute: int, desc: str):
-        self.t0, self.left = time.monotonic(), to_compute
+    The ETA is a time per cell times the computed cells left (reused cells cost nothing). Cells reach the flow
+    in bursts (a task of several cells, results already waiting behind the one the flow waits for): a
+    *burst* is the cells handed over less than :attr:`BURST` s apart. The time per cell is measured from the
+    end of the first burst to the end of the latest finished one, over the cells of the bursts in between, so
+    neither the start-up (the Prefect server, the workers' imports, the data: 10-30 s, which the first burst
+    waited for) nor the burst being handed over moves it; within a burst the ETA only counts down. Counting
+    from the flow's start over the cells done, as before, made the first estimates several times too long, and
+    every burst made it jump. Until that measure exists (two bursts after the first have begun), the time
+    since the start over the cells done is shown as an upper bound (``ETA ≤ …``). Shown rounded (5 s under a
+    minute, 10 s under ten minutes, else whole minutes). ``clock``: seconds (monotonic)."""
+
+    BURST = 0.25
+
+    def __init__(self, total: int, to_compute: int, desc: str, clock=time.monotonic):
+        self.clock = clock
+        self.t0, self.left = clock(), to_compute
         self.computed = 0
+        # (time of its last cell, cells computed by then) of: the first burst, the latest finished one, the
+        # burst being handed over
+        self.first = self.finished = self.current = None
         self.bar = None
         if sys.stderr.isatty() and not errors.VERBOSE:
             from tqdm import tqdm
@@ -223,20 +239,44 @@ class CellProgress:
             self.bar = tqdm(total=total, desc=desc, unit="cell", file=sys.stderr, dynamic_ncols=True, leave=True)
             errors.PROGRESS_BAR = True
 
+    def seconds_left(self) -> tuple[float, bool] | None:
+        """``(estimated seconds left, whether it is only an upper bound)``; None before any computed cell."""
+        if self.computed == 0:
+            return None
+        if self.finished is None:
+            return (self.clock() - self.t0) / self.computed * self.left, True
+        (t1, c1), (t2, c2) = self.first, self.finished
+        return (t2 - t1) / (c2 - c1) * self.left, False
+
     def step(self, *, computed: bool) -> str:
         if self.bar is not None:
             self.bar.update(1)
         if not computed:
             return ""
+        now = self.clock()
         self.computed += 1
         self.left -= 1
-        per = (time.monotonic() - self.t0) / self.computed
-        return f" (ETA {_hms(per * self.left)})" if self.left > 0 else ""
+        if self.current is not None and now - self.current[0] >= self.BURST:  # the current burst has ended
+            if self.first is None:
+                self.first = self.current
+            else:
+                self.finished = self.current
+        self.current = (now, self.computed)
+        est = self.seconds_left()
+        if self.left <= 0 or est is None:
+            return ""
+        return f" (ETA {'≤ ' if est[1] else ''}{_hms(_rounded(est[0]))})"
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
             errors.PROGRESS_BAR = False
+
+
+def _rounded(seconds: float) -> float:
+    """An ETA to show: to 5 s under a minute, to 10 s under ten minutes, else to the minute (at least 5 s)."""
+    step = 5 if seconds < 60 else 10 if seconds < 600 else 60
+    return max(step, step * round(seconds / step))
 
 
 def _hms(seconds: float) -> str:
@@ -596,7 +636,7 @@ def _write_outputs(stage: Path, cfg, results, data, groups, cells) -> dict:
     tradeoff_files = [Path(p).name for p in tradeoff_report(results, cfg.fairness_metric, stage,
                                                              title=cfg.experiment,
                                                              label_names=label_names(data.dataset)).values()]
-    write_cell_metrics(results, stage)
+    write_cell_metrics(results, stage, groups)
     html_report(stage, title=cfg.experiment, fairness_metric=cfg.fairness_metric, references=cfg.references,
                 description=cfg.description, claims=claim_sections())
     return {"summary": summary, "failed": failed, "metrics": metrics, "table": table, "cells_df": cells_df,

@@ -262,6 +262,17 @@ def test_flow_run_any_on_own_data(tmp_path):
         assert {"female", "male"} <= set(json.loads(r.data.tags["groups.metric_names"]).values())
     confusion = next((tmp_path / "results" / "own_credit").rglob("confusion*.csv")).read_text()
     assert "(female)" in confusion and "(male)" in confusion
+    # cell_metrics.csv: coded keys for machines, the group's name beside every per-group row, none elsewhere
+    import pandas as pd
+
+    cm = pd.read_csv(tmp_path / "results" / "own_credit" / "cell_metrics.csv", keep_default_na=False)
+    groups = json.loads((tmp_path / "results" / "own_credit" / "metrics.json").read_text())["groups"]
+    per_group = cm[cm["metric"].str.contains(r"(?:^|_)group_\d+$")]
+    assert set(per_group["group"]) == {"female", "male"}, set(per_group["group"])
+    for code, name in groups.items():
+        assert (per_group[per_group["metric"].str.endswith(f"group_{code}")]["group"] == name).all()
+    assert (cm.loc[~cm.index.isin(per_group.index), "group"] == "").all()
+    assert (cm["metric"] == "fnr_group_0").any()
 
 
 def test_prepare_flow_takes_an_own_data_config(tmp_path, monkeypatch):

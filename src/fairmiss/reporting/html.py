@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -141,20 +142,33 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def cell_metrics_long(results) -> pd.DataFrame:
+#: the group code a per-group metric key ends with (``fnr_group_0``, ``left_out_group_1``)
+_GROUP_CODE = re.compile(r"(?:^|_)group_(?P<code>[^_.]+)$")
+
+
+def cell_metrics_long(results, group_names: dict | None = None) -> pd.DataFrame:
     """Every metric of every finished cell, one row per (cell, metric): the table the HTML report,
-    the per-group bars and the paper-vs-ours comparison read (``cell_metrics.csv``)."""
+    the per-group bars and the paper-vs-ours comparison read (``cell_metrics.csv``). Per-group metrics keep
+    the library's coded key (``fnr_group_0``: what the readers and ``fairmiss compare`` match on); the
+    ``group`` column names the group of such a row in the data's words (``Black``; ``group_names``
+    ``{code: name}``; the code itself when a name is not known) and is empty for every other row."""
+    names = {str(k): str(v) for k, v in (group_names or {}).items()}
+
+    def group_of(metric: str) -> str:
+        m = _GROUP_CODE.search(metric)
+        return "" if m is None else names.get(m["code"], m["code"])
+
     rows = [
         {"key": r.key, "split": r.split_index, "missingness": r.missingness, "method": r.method,
-         "metric": k, "value": float(v)}
+         "metric": k, "group": group_of(k), "value": float(v)}
         for r in results if r.status == "ok" for k, v in sorted(r.metrics.items())
         if isinstance(v, (int, float)) and not isinstance(v, bool)
     ]
-    return pd.DataFrame(rows, columns=["key", "split", "missingness", "method", "metric", "value"])
+    return pd.DataFrame(rows, columns=["key", "split", "missingness", "method", "metric", "group", "value"])
 
 
-def write_cell_metrics(results, out_dir: Path) -> Path:
-    df = cell_metrics_long(results)
+def write_cell_metrics(results, out_dir: Path, group_names: dict | None = None) -> Path:
+    df = cell_metrics_long(results, group_names)
     return atomic_write_text(Path(out_dir) / "cell_metrics.csv", df.to_csv(index=False, float_format="%.10g"))
 
 
@@ -309,7 +323,7 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
     meta = json.loads(mpath.read_text())
     cm = out_dir / "cell_metrics.csv"
     long = pd.read_csv(cm) if cm.exists() else pd.DataFrame(
-        columns=["key", "split", "missingness", "method", "metric", "value"])
+        columns=["key", "split", "missingness", "method", "metric", "group", "value"])
     parts = [f"<h1>{html.escape(title)}</h1>"]
     if description:
         parts.append(f"<p>{html.escape(description)}</p>")

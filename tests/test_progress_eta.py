@@ -1,0 +1,84 @@
+"""The run's ETA (flows.experiment.CellProgress): start-up is not cell time, cells that finish together do not
+make it jump, reused cells cost nothing. The clock is the class's own parameter, stepped by the test."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from flows.experiment import CellProgress, _rounded
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def _seconds(suffix: str) -> float | None:
+    m = re.fullmatch(r" \(ETA (≤ )?(\d+):(\d\d):(\d\d)\)", suffix)
+    if not suffix:
+        return None
+    assert m, suffix
+    return int(m[2]) * 3600 + int(m[3]) * 60 + int(m[4])
+
+
+def test_start_up_is_not_counted_as_cell_time():
+    """30 s of start-up, then one cell every 2 s: from the third cell on the ETA is the true time left (to the
+    5 s it is shown at); before, it is marked as an upper bound. The old rule (time since the start over the
+    cells done) said 4:35 after the third cell where 0:34 were left."""
+    clock = Clock()
+    p = CellProgress(20, 20, "t", clock=clock)
+    clock.t = 32.0
+    first = p.step(computed=True)
+    assert first.startswith(" (ETA ≤ ") and _seconds(first) == _rounded(19 * 32)
+    clock.t = 34.0
+    assert p.step(computed=True).startswith(" (ETA ≤ ")
+    for k in range(3, 20):
+        clock.t = 32.0 + 2 * (k - 1)
+        eta = _seconds(p.step(computed=True))
+        true_left = 2 * (20 - k)
+        assert eta == _rounded(true_left), (k, eta, true_left)
+    clock.t += 2
+    assert p.step(computed=True) == ""  # nothing left
+
+
+def test_cells_that_finish_together_move_it_little():
+    """Tasks of 4 cells finishing every 8 s after 20 s of start-up: once measured, the shown ETA never rises
+    from one line to the next (the old rule went 0:40, 0:30, 0:25, 0:20, 0:30, …) and is the true time left."""
+    clock = Clock()
+    p = CellProgress(24, 24, "t", clock=clock)
+    shown = []
+    for task in range(6):
+        clock.t = 20.0 + 8 * task
+        for _ in range(4):
+            clock.t += 0.01
+            suffix = p.step(computed=True)
+            if suffix:
+                shown.append((clock.t, _seconds(suffix), "≤" in suffix))
+    assert all(b for t, s, b in shown[:8])  # the first two tasks: upper bounds only
+    assert not any(b for t, s, b in shown[8:])
+    later = [s for t, s, b in shown[8:]]
+    assert all(b <= a for a, b in zip(later, later[1:])), later
+    assert later[0] == _rounded(2 * 15) and later[-1] == 5  # 2 s a cell: 15 cells left, then 1
+
+
+def test_reused_cells_cost_nothing():
+    clock = Clock()
+    p = CellProgress(10, 4, "t", clock=clock)
+    for _ in range(6):
+        assert p.step(computed=False) == ""
+    for t in (10.0, 20.0):
+        clock.t = t
+        p.step(computed=True)
+    clock.t = 30.0
+    assert _seconds(p.step(computed=True)) == 10  # 10 s a cell, 1 computed cell left
+
+
+@pytest.mark.parametrize("sec,shown", [(0.4, 5), (2, 5), (12, 10), (13, 15), (61, 60), (604, 600), (629, 600),
+                                       (631, 660), (3599, 3600)])
+def test_rounding(sec, shown):
+    assert _rounded(sec) == shown
