@@ -49,7 +49,7 @@ def test_ui_ready_before_url_and_stopped_by_signal(tmp_path, sig):
     exp_id = client.create_experiment("audit_credit")
     client.set_experiment_tag(exp_id, *shared_view_tag("fpr_difference"))
     client.create_experiment("someone_elses")
-    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "FAIRMISS_STATE_DIR": str(tmp_path / "state")}
     proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "ui", "--port", str(port), "--timeout", "240"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -65,8 +65,21 @@ def test_ui_ready_before_url_and_stopped_by_signal(tmp_path, sig):
         assert proc.stdout.readline() == f"  audit_credit, runs by fpr_difference: {base}\n"
         assert proc.stdout.readline() == (f"  audit_credit, accuracy vs fpr_difference chart: {base}"
                                           "&compareRunsMode=CHART\n")
+        # a second `fairmiss ui` for the same store, from another directory, reuses it and exits at once
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        t0 = time.monotonic()
+        again = subprocess.run([sys.executable, "-m", "flows.cli", "ui", "--port", str(free_port())], cwd=elsewhere,
+                               env=env, capture_output=True, text=True, timeout=120)
+        print(f"second fairmiss ui: {time.monotonic() - t0:.1f} s")
+        assert again.returncode == 0, again.stderr[-2000:]
+        lines = again.stdout.splitlines()
+        assert lines[0].startswith("MLflow UI for ") and f"http://127.0.0.1:{port}/#/experiments" in lines[0], lines
+        assert f"  audit_credit, runs by fpr_difference: {base}" in lines, lines
+        assert list((tmp_path / "state").glob("ui-*.json"))
         proc.send_signal(sig)
         proc.wait(60)
+        assert not list((tmp_path / "state").glob("ui-*.json"))  # removed when it stops
         t0 = time.time()
         while _listening(port) and time.time() - t0 < 20:
             time.sleep(0.5)
