@@ -244,13 +244,22 @@ class _DP:
         return [(np.stack(o, axis=-1), lab) for o, lab in self.leaf_planes([N[..., c] for c in range(4)])]
 
     def stump_options(self, P0, P1):
-        """Depth-1 subtrees whose leaves have cell-count planes P0, P1 -> O (..., m, 1+T), labels (..., m, 2)."""
-        Os, labs = [], []
-        for o0, l0 in self.leaf_planes(P0):
-            for o1, l1 in self.leaf_planes(P1):
-                Os.append(np.stack([a + b for a, b in zip(o0, o1, strict=True)], axis=-1))
-                labs.append(np.stack(np.broadcast_arrays(l0, l1), axis=-1))
-        return np.stack(Os, axis=-2), np.stack(labs, axis=-2)
+        """Depth-1 subtrees whose leaves have cell-count planes P0, P1 -> O (..., m, 1+T), labels (..., m, 2).
+        Written into arrays allocated once (the planes are float64 counts, so are the outcomes): stacking them
+        took ~13 % of a depth-2 solve on COMPAS."""
+        opts0, opts1 = self.leaf_planes(P0), self.leaf_planes(P1)
+        shape = np.broadcast_shapes(np.shape(P0[0]), np.shape(P1[0]))
+        m = len(opts0) * len(opts1)
+        O = np.empty(shape + (m, 1 + self.T))
+        lab = np.empty(shape + (m, 2), dtype=np.int8)
+        i = 0
+        for o0, l0 in opts0:
+            for o1, l1 in opts1:
+                for j, (a, b) in enumerate(zip(o0, o1, strict=True)):
+                    O[..., i, j] = a + b
+                lab[..., i, 0], lab[..., i, 1] = l0, l1
+                i += 1
+        return O, lab
 
     def pair_counts(self, rows, cols):
         """LL (4, C, C): weighted rows of each cell going left at split a and at split b, and WL (4, C)

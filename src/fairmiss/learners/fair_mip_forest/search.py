@@ -114,26 +114,38 @@ def candidate_splits(batch: BatchData, eps_split: float, max_thresholds: int | N
     seen : dict mapping ``np.packbits(mask).tobytes()`` to the column index
     """
     a, m = batch.a, batch.m.astype(bool)
-    masks, meta, seen = [], [], {}
+    parts, meta, seen = [], [], {}
     for j in range(a.shape[1]):
         obs = ~m[:, j]
-        vals = np.unique(a[obs, j])
+        vals = np.sort(a[obs, j])  # np.unique's own steps (sort, keep the first of equal neighbours), without
+        if vals.size:  # its ~0.1 ms a call of overhead
+            vals = vals[np.concatenate(([True], vals[1:] != vals[:-1]))]
         if max_thresholds is not None and vals.size > max_thresholds:
             # observed values evenly spaced in rank (the largest always kept: "all observed go left"):
             # the subtree move is O(C^2) in the number of candidates C, so a continuous feature with
             # one threshold per row (HSLS: 400 rows x 9 features) would cost gigabytes per move
             vals = vals[np.unique(np.linspace(0, vals.size - 1, max_thresholds).round().astype(int))]
-        for q in np.concatenate([[-eps_split], vals]):
-            base = obs & (a[:, j] <= q)
-            for c in (True, False):
-                left = base | (~obs & c)
-                key = np.packbits(left).tobytes()
-                if key in seen:
-                    continue
-                seen[key] = len(masks)
-                masks.append(left)
-                meta.append((j, float(q), c))
-    return np.array(masks).T, meta, seen
+        qs = np.concatenate([[-eps_split], vals])
+        # every (q, c) of the feature at once, in the order (q0, True), (q0, False), (q1, True), …; the keys are
+        # each column's packed bits (the same bytes as np.packbits of that one mask). Built and packed one mask
+        # at a time, this function was ~15 % of the exact DP's depth-2 solve on COMPAS.
+        base = obs[:, None] & (a[:, j, None] <= qs[None, :])  # (n, Q)
+        both = np.empty((base.shape[0], 2 * qs.size), dtype=bool)
+        both[:, 0::2] = base | ~obs[:, None]
+        both[:, 1::2] = base
+        keys = np.ascontiguousarray(np.packbits(both, axis=0).T)
+        kept = []
+        for i in range(both.shape[1]):
+            key = keys[i].tobytes()
+            if key in seen:
+                continue
+            seen[key] = len(meta)
+            kept.append(i)
+            meta.append((j, float(qs[i // 2]), i % 2 == 0))
+        parts.append(both[:, kept])
+    if not meta:
+        return np.array([]).T, meta, seen
+    return np.concatenate(parts, axis=1), meta, seen
 
 
 class _Search:
