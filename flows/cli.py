@@ -374,27 +374,44 @@ def _ui_state_file(uri: str):
     return state_dir() / f"ui-{hashlib.sha256(uri.encode()).hexdigest()[:12]}.json"
 
 
+def _ui_process(pid: int) -> bool:
+    """Whether ``pid`` runs a ``fairmiss ui`` (its command line, when it can be read: a recycled pid is not one)."""
+    from pathlib import Path
+
+    from fairmiss.io import pid_alive
+
+    if not pid_alive(pid):
+        return False
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True
+    return "ui" in [a.decode(errors="replace") for a in argv] and any(
+        a.endswith(b"fairmiss") or a == b"flows.cli" for a in argv)
+
+
 def _running_ui(uri: str) -> str | None:
     """The URL of a ``fairmiss ui`` already serving the store ``uri`` (its process alive, its server answering
-    ``/health``), else None (a stale state file is removed)."""
+    ``/health``), else None. A state file whose process is gone is removed; one whose server is slow to answer
+    is left to its process. No state directory (an unwritable home): no reuse."""
     import contextlib
     import json
     import urllib.request
 
-    from flows.server import pid_runs
-
-    path = _ui_state_file(uri)
     try:
+        path = _ui_state_file(uri)
         st = json.loads(path.read_text())
         pid, url = int(st["pid"]), str(st["url"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if st.get("store") == uri and pid_runs(pid, b"ui"):
-        with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(url + "/health", timeout=2) as r:
+    if not _ui_process(pid):
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    if st.get("store") == uri:
+        with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(url + "/health", timeout=5) as r:
             if r.status == 200:
                 return url
-    with contextlib.suppress(OSError):
-        path.unlink()
     return None
 
 
@@ -478,8 +495,11 @@ def _cmd_ui(args) -> int:
                       file=sys.stderr)
                 return 2
             time.sleep(0.5)
-        state = _ui_state_file(uri)
-        atomic_write_text(state, json.dumps({"pid": os.getpid(), "url": url, "store": uri}) + "\n")
+        try:  # for a second `fairmiss ui` of this store (reuse); without a state directory, no reuse
+            state = _ui_state_file(uri)
+            atomic_write_text(state, json.dumps({"pid": os.getpid(), "url": url, "store": uri}) + "\n")
+        except OSError:
+            state = None
         print(f"MLflow UI at {url}  (Ctrl-C to stop); the experiments and their runs: {url}/#/experiments",
               flush=True)
         for line in _view_lines(url):
@@ -487,9 +507,10 @@ def _cmd_ui(args) -> int:
         return proc.wait()
     finally:
         stop()
-        if state is not None:
-            with contextlib.suppress(OSError):
-                state.unlink()
+        if state is not None:  # ours only: another `fairmiss ui` of the store may have written it since
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                if int(json.loads(state.read_text())["pid"]) == os.getpid():
+                    state.unlink()
         for s, h in old.items():
             signal.signal(s, h)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 import sys
@@ -214,16 +215,18 @@ class CellProgress:
 
     The ETA is a time per cell times the computed cells left (reused cells cost nothing). Cells reach the flow
     in bursts (a task of several cells, results already waiting behind the one the flow waits for): a
-    *burst* is the cells handed over less than :attr:`BURST` s apart. The time per cell is measured from the
-    end of the first burst to the end of the latest finished one, over the cells of the bursts in between, so
-    neither the start-up (the Prefect server, the workers' imports, the data: 10-30 s, which the first burst
-    waited for) nor the burst being handed over moves it; within a burst the ETA only counts down. Counting
-    from the flow's start over the cells done, as before, made the first estimates several times too long, and
-    every burst made it jump. Until that measure exists (two bursts after the first have begun), the time
-    since the start over the cells done is shown as an upper bound (``ETA ≤ …``). Shown rounded (5 s under a
-    minute, 10 s under ten minutes, else whole minutes). ``clock``: seconds (monotonic)."""
+    *burst* is the cells handed over less than :attr:`BURST` s apart, for at most :attr:`BURST_SPAN` s (so that a
+    steady stream of fast cells is measured too). The time per cell is measured from the end of the first
+    burst to the end of the latest finished one, over the cells of the bursts in between, so neither the
+    start-up (the Prefect server, the workers' imports, the data: 10-30 s, which the first burst waited for) nor
+    the burst being handed over moves it; within a burst the ETA only counts down. Counting from the flow's
+    start over the cells done, as before, made the first estimates several times too long, and every burst
+    made it jump. Until that measure exists (two bursts after the first have begun), the time since the start
+    over the cells done is shown, marked as a first guess (``ETA ~…``). Shown rounded (5 s under a minute,
+    10 s under ten minutes, else whole minutes; halves up). ``clock``: seconds (monotonic)."""
 
     BURST = 0.25
+    BURST_SPAN = 2.0
 
     def __init__(self, total: int, to_compute: int, desc: str, clock=time.monotonic):
         self.clock = clock
@@ -232,6 +235,7 @@ class CellProgress:
         # (time of its last cell, cells computed by then) of: the first burst, the latest finished one, the
         # burst being handed over
         self.first = self.finished = self.current = None
+        self.burst_start = 0.0
         self.bar = None
         if sys.stderr.isatty() and not errors.VERBOSE:
             from tqdm import tqdm
@@ -256,16 +260,20 @@ class CellProgress:
         now = self.clock()
         self.computed += 1
         self.left -= 1
-        if self.current is not None and now - self.current[0] >= self.BURST:  # the current burst has ended
+        if self.current is not None and (now - self.current[0] >= self.BURST
+                                         or now - self.burst_start >= self.BURST_SPAN):  # the burst has ended
             if self.first is None:
                 self.first = self.current
             else:
                 self.finished = self.current
+            self.burst_start = now
+        elif self.current is None:
+            self.burst_start = now
         self.current = (now, self.computed)
         est = self.seconds_left()
         if self.left <= 0 or est is None:
             return ""
-        return f" (ETA {'≤ ' if est[1] else ''}{_hms(_rounded(est[0]))})"
+        return f" (ETA {'~' if est[1] else ''}{_hms(_rounded(est[0]))})"
 
     def close(self) -> None:
         if self.bar is not None:
@@ -274,9 +282,10 @@ class CellProgress:
 
 
 def _rounded(seconds: float) -> float:
-    """An ETA to show: to 5 s under a minute, to 10 s under ten minutes, else to the minute (at least 5 s)."""
+    """An ETA to show: to 5 s under a minute, to 10 s under ten minutes, else to the minute (halves up; at least
+    5 s)."""
     step = 5 if seconds < 60 else 10 if seconds < 600 else 60
-    return max(step, step * round(seconds / step))
+    return max(step, step * math.floor(seconds / step + 0.5))
 
 
 def _hms(seconds: float) -> str:

@@ -202,10 +202,14 @@ def check_store(uri: str) -> None:
         # already open in this process (a notebook's second run) then lost its WAL read lock: a writer process
         # closing last checkpointed and deleted the -wal/-shm files under it, and it read a stale table
         # (3,001 of 12,001 rows) or "database disk image is malformed". access(2) asks the kernel the same
-        # question (file modes, ACLs, read-only mounts, immutable files; capabilities for root) without a
-        # descriptor.
-        if db.exists() and not os.access(db, os.W_OK):
-            raise PermissionError(errno.EACCES, "Permission denied", str(db))
+        # question (file modes, ACLs, read-only mounts, immutable files; capabilities for root; the effective
+        # ids) without a descriptor. Security modules that check opens only (AppArmor, Landlock) are not asked:
+        # such a store fails at its first write, with the store's error.
+        if db.exists():
+            if db.is_dir():
+                raise IsADirectoryError(errno.EISDIR, "Is a directory", str(db))
+            if not os.access(db, os.R_OK | os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+                raise PermissionError(errno.EACCES, "Permission denied", str(db))
     except OSError as exc:
         raise ConfigError(f"MLflow tracking store {db}: it is not writable: {type(exc).__name__}: {exc}") from None
 

@@ -64,3 +64,22 @@ def test_random_names_always_round_trip():
 def test_runs_without_the_tag_are_read_as_they_are():
     m = _metrics(["0", "1"])
     assert coded_metrics(m, None) == m and coded_metrics(m, "{}") == m
+
+
+def test_cell_metrics_csv_names_the_group_of_each_per_group_row():
+    """cell_metrics.csv's ``group`` column, key by key (written out, not derived from the code's pattern)."""
+    from types import SimpleNamespace
+
+    from fairmiss.reporting.html import cell_metrics_long
+
+    metrics = {"fnr_group_0": 0.1, "fnr_group_1_ci_low": 0.2, "fnr_group_1_ci_high": 0.3, "left_out_group_1": 1.0,
+               "imp_miss.duration_group_0": 0.3, "cc.fnr_group_1": 0.4, "fnr_difference": 0.5,
+               "n_groups_left_out": 0.0, "imp_disc.age_group_adult": 1.0, "accuracy": 0.7}
+    cell = SimpleNamespace(key="k", split_index=0, missingness="none", method="mean+tree", status="ok", metrics=metrics)
+    expected = {"fnr_group_0": "female", "fnr_group_1_ci_low": "male", "fnr_group_1_ci_high": "male",
+                "left_out_group_1": "male", "imp_miss.duration_group_0": "female", "cc.fnr_group_1": "male",
+                "fnr_difference": "", "n_groups_left_out": "", "imp_disc.age_group_adult": "", "accuracy": ""}
+    got = dict(cell_metrics_long([cell], {0: "female", 1: "male"})[["metric", "group"]].itertuples(index=False))
+    assert got == expected
+    coded = dict(cell_metrics_long([cell], None)[["metric", "group"]].itertuples(index=False))
+    assert coded == {k: {"female": "0", "male": "1"}.get(v, "") for k, v in expected.items()}

@@ -13,6 +13,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from fairmiss.config import ConfigError
 
 LOG_RUNS = """
@@ -77,3 +79,11 @@ def test_a_read_only_store_file_is_refused_in_words(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, f"sqlite:///{db}"], capture_output=True, text=True, timeout=120,
                        preexec_fn=_without_mode_overrides)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_directory_where_the_store_file_should_be_is_refused(tmp_path):
+    from flows.run import check_store
+
+    (tmp_path / "mlflow.db").mkdir()
+    with pytest.raises(ConfigError, match=r"it is not writable: IsADirectoryError"):
+        check_store(f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -142,8 +142,8 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: the group code a per-group metric key ends with (``fnr_group_0``, ``left_out_group_1``)
-_GROUP_CODE = re.compile(r"(?:^|_)group_(?P<code>[^_.]+)$")
+#: the group code of a per-group metric key (``fnr_group_0``, ``left_out_group_1``, ``fnr_group_0_ci_low``)
+_GROUP_CODE = re.compile(r"(?:^|_)group_(?P<code>[^_.]+)(?:_ci_(?:low|high))?$")
 
 
 def cell_metrics_long(results, group_names: dict | None = None) -> pd.DataFrame:
@@ -151,12 +151,17 @@ def cell_metrics_long(results, group_names: dict | None = None) -> pd.DataFrame:
     the per-group bars and the paper-vs-ours comparison read (``cell_metrics.csv``). Per-group metrics keep
     the library's coded key (``fnr_group_0``: what the readers and ``fairmiss compare`` match on); the
     ``group`` column names the group of such a row in the data's words (``Black``; ``group_names``
-    ``{code: name}``; the code itself when a name is not known) and is empty for every other row."""
+    ``{code: name}``; without names, the code of a key ending in ``group_<digits>``) and is empty for every other
+    row (a feature whose name ends in ``_group_x`` is not a group)."""
     names = {str(k): str(v) for k, v in (group_names or {}).items()}
 
     def group_of(metric: str) -> str:
         m = _GROUP_CODE.search(metric)
-        return "" if m is None else names.get(m["code"], m["code"])
+        if m is None:
+            return ""
+        if names:
+            return names.get(m["code"], "")
+        return m["code"] if m["code"].isdigit() else ""
 
     rows = [
         {"key": r.key, "split": r.split_index, "missingness": r.missingness, "method": r.method,
