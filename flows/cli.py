@@ -365,56 +365,6 @@ def _cmd_worker(args) -> int:
     return 0  # not reached
 
 
-def _ui_state_file(uri: str):
-    """The state file of the ``fairmiss ui`` serving ``uri`` (one per store, in the server state directory)."""
-    import hashlib
-
-    from flows.server import state_dir
-
-    return state_dir() / f"ui-{hashlib.sha256(uri.encode()).hexdigest()[:12]}.json"
-
-
-def _ui_process(pid: int) -> bool:
-    """Whether ``pid`` runs a ``fairmiss ui`` (its command line, when it can be read: a recycled pid is not one)."""
-    from pathlib import Path
-
-    from fairmiss.io import pid_alive
-
-    if not pid_alive(pid):
-        return False
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return True
-    return "ui" in [a.decode(errors="replace") for a in argv] and any(
-        a.endswith(b"fairmiss") or a == b"flows.cli" for a in argv)
-
-
-def _running_ui(uri: str) -> str | None:
-    """The URL of a ``fairmiss ui`` already serving the store ``uri`` (its process alive, its server answering
-    ``/health``), else None. A state file whose process is gone is removed; one whose server is slow to answer
-    is left to its process. No state directory (an unwritable home): no reuse."""
-    import contextlib
-    import json
-    import urllib.request
-
-    try:
-        path = _ui_state_file(uri)
-        st = json.loads(path.read_text())
-        pid, url = int(st["pid"]), str(st["url"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not _ui_process(pid):
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return None
-    if st.get("store") == uri:
-        with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(url + "/health", timeout=5) as r:
-            if r.status == 200:
-                return url
-    return None
-
-
 def _cmd_ui(args) -> int:
     """The MLflow UI for the local store on 127.0.0.1: the URL is printed once the server answers; SIGTERM /
     SIGINT (Ctrl-C) stop the server and its workers. With ``MLFLOW_TRACKING_URI`` pointing at a server there is
@@ -423,7 +373,8 @@ def _cmd_ui(args) -> int:
     **Reused.** While one ``fairmiss ui`` serves a store (its state file ``ui-<hash of the store URI>.json`` in
     the server state directory, :func:`flows.server.state_dir`), another ``fairmiss ui`` for the same store, from
     any directory, prints that server's URL and the runs pages and exits at once (0.3 s, against the 12-15 s an
-    MLflow server takes to start on 2 cores) instead of failing on a port in use; stopping the first stops it."""
+    MLflow server takes to start on 2 cores) instead of failing on a port in use; stopping the first stops it.
+    The UI that ``fairmiss server start`` runs beside the Prefect server is found the same way."""
     import contextlib
     import json
     import signal
@@ -438,12 +389,16 @@ def _cmd_ui(args) -> int:
         print(f"MLFLOW_TRACKING_URI points at an MLflow server: open {configured} in a browser "
               "(its UI is that server's; nothing to start here)")
         return 0
+    from flows.server import running_ui, store_key, ui_state_file
+
     uri = resolve_uri(None)
-    running = _running_ui(uri)
-    if running is not None:
-        print(f"MLflow UI for {store_location(uri)} already running (started by another `fairmiss ui`; stop it "
-              f"there): {running}/#/experiments", flush=True)
-        for line in _view_lines(running):
+    info = running_ui(uri)
+    if info is not None:
+        by = ("`fairmiss server start`; `fairmiss server stop` stops it" if info.get("owner") == "server"
+              else "another `fairmiss ui`; stop it there")
+        print(f"MLflow UI for {store_location(uri)} already running (started by {by}): "
+              f"{info['url']}/#/experiments", flush=True)
+        for line in _view_lines(info["url"]):
             print(line, flush=True)
         return 0
     # one worker and no background job runners (MLflow's GenAI job queue, not used by the tracking UI): the UI
@@ -496,8 +451,9 @@ def _cmd_ui(args) -> int:
                 return 2
             time.sleep(0.5)
         try:  # for a second `fairmiss ui` of this store (reuse); without a state directory, no reuse
-            state = _ui_state_file(uri)
-            atomic_write_text(state, json.dumps({"pid": os.getpid(), "url": url, "store": uri}) + "\n")
+            state = ui_state_file(uri)
+            atomic_write_text(state, json.dumps({"pid": os.getpid(), "url": url, "store": store_key(uri),
+                                                 "owner": "ui", "location": store_location(uri)}) + "\n")
         except OSError:
             state = None
         print(f"MLflow UI at {url}  (Ctrl-C to stop); the experiments and their runs: {url}/#/experiments",
@@ -577,7 +533,7 @@ def _cmd_compare(args) -> int:
 def _cmd_server(args) -> int:
     from flows.server import main_cli
 
-    return main_cli(args.action, port=args.port, timeout=args.timeout)
+    return main_cli(args.action, port=args.port, timeout=args.timeout, ui_port=args.ui_port, mlflow=not args.no_mlflow)
 
 
 def _version() -> str:
@@ -673,8 +629,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_port, default=5000)
     p.add_argument("--timeout", type=_seconds, default=300.0, help="seconds to wait for the server to answer")
     p.set_defaults(fn=_cmd_ui)
-    p = sub.add_parser("server", help="the local Prefect API server reused by every run (start | stop | status)")
+    p = sub.add_parser("server", help="the local Prefect API server reused by every run, and the MLflow UI of "
+                       "this directory's store beside it (start | stop | status)")
     p.add_argument("action", choices=("start", "stop", "status"))
+    p.add_argument("--ui-port", type=_port, default=None,
+                   help="start: the MLflow UI's port (default 5000 when free, else a free one)")
+    p.add_argument("--no-mlflow", action="store_true", help="start: the Prefect server only, no MLflow UI")
     p.add_argument("--port", type=_port, default=None, help="start: this port (default 4200 when free, else a free one)")
     p.add_argument("--timeout", type=_seconds, default=120.0, help="start: seconds to wait for the server to answer")
     p.set_defaults(fn=_cmd_server)

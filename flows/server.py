@@ -26,6 +26,16 @@ with how to stop it), and point Prefect at it by setting ``PREFECT_API_URL`` bef
 The server keeps Prefect's database in ``PREFECT_HOME`` (default ``~/.prefect``); its UI (the dashboard:
 flow runs, deployments and their schedules) is on at the server's URL (``PREFECT_SERVER_UI_ENABLED=false``
 in the environment of ``fairmiss server start`` turns it off). This module imports no Prefect.
+
+**The MLflow UI beside it.** ``fairmiss server start`` also starts ``mlflow server`` on 127.0.0.1 (port 5000
+when free, else a free one; ``--ui-port``) over the MLflow store of the directory it runs in (``MLFLOW_TRACKING_URI``,
+else ``mlruns/mlflow.db``), detached like the Prefect server, with one worker and MLflow's job runners off.
+Its state file ``ui-<hash of the store's absolute URI>.json`` is the one ``fairmiss ui`` reads, so a ``fairmiss ui``
+for that store prints the running UI's pages at once instead of waiting 12-15 s for an MLflow server to start.
+Runs keep writing the SQLite store directly (WAL: the UI reads while they write). ``status`` lists every UI
+that serves a store; ``stop`` stops the ones ``server start`` started (a foreground ``fairmiss ui`` stops with
+its terminal). ``--no-mlflow`` starts the Prefect server only; a store that is an MLflow server
+(``MLFLOW_TRACKING_URI=http…``) needs no UI of ours.
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ logger = logging.getLogger(__name__)
 ENV_MODE = "FAIRMISS_PREFECT_SERVER"
 ENV_STATE_DIR = "FAIRMISS_STATE_DIR"
 DEFAULT_PORT = 4200
+DEFAULT_UI_PORT = 5000  # MLflow's own default
 
 
 class ServerError(RuntimeError):
@@ -270,29 +281,54 @@ def use_local_server() -> str | None:
     return st.api_url
 
 
-def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0) -> int:
+def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0, ui_port: int | None = None,
+             mlflow: bool = True) -> int:
     """``fairmiss server start|stop|status``: exit 0 (status: 1 when the server's process runs but does not
     answer), or 2 with the reason on stderr."""
     if action == "start":
+        ui = None
+        if mlflow:
+            try:
+                ui = start_ui(port=ui_port)  # launched first: it starts while the Prefect server does
+            except ServerError as exc:
+                print(f"fairmiss: error: {exc}", file=sys.stderr)
+                return 2
         try:
             st, new = start(port, timeout=timeout)
         except ServerError as exc:
             print(f"fairmiss: error: {exc}", file=sys.stderr)
+            if ui is not None:
+                ui.abandon()
             return 2
         print(f"Prefect server {'started' if new else 'already running'} at {st.url} (pid {st.pid})")
         _describe(st)
+        if ui is not None:
+            try:
+                ui.wait(timeout)
+            except ServerError as exc:
+                print(f"fairmiss: error: {exc}", file=sys.stderr)
+                return 2
+            print(f"MLflow UI {'started' if ui.new else 'already running'} at {ui.url} (pid {ui.pid}) for "
+                  f"{ui.location}\n  runs       {ui.url}/#/experiments   (`fairmiss ui` prints each experiment's view)")
+            if ui.log:
+                print(f"  log        {ui.log}")
         return 0
     if action == "stop":
         st = stop()
         print(f"Prefect server stopped (pid {st.pid}, {st.url})" if st else "Prefect server: not running")
+        for info in stop_uis():
+            print(f"MLflow UI stopped (pid {info['pid']}, {info['url']}, {info['location']})")
         return 0
     state, st = status()
     if st is None:
         print("Prefect server: not running (`fairmiss server start`, or the first `fairmiss run` starts it)")
-        return 0
-    print(f"Prefect server: {state} at {st.url} (pid {st.pid})")
-    _describe(st)
-    return 0 if state == "running" else 1
+    else:
+        print(f"Prefect server: {state} at {st.url} (pid {st.pid})")
+        _describe(st)
+    for info in running_uis():
+        by = "`fairmiss server start`" if info.get("owner") == "server" else "`fairmiss ui`"
+        print(f"MLflow UI: running at {info['url']} (pid {info['pid']}, started by {by}) for {info['location']}")
+    return 0 if st is None or state == "running" else 1
 
 
 def _describe(st: ServerState) -> None:
@@ -304,3 +340,166 @@ def _describe(st: ServerState) -> None:
     if ui:
         print(f"  dashboard  {st.url}")
     print(f"  log        {st.log}\n  state      {state_file()}")
+
+
+# --------------------------------------------------------------------------- the MLflow UI of a store
+def store_key(uri: str) -> str:
+    """The store's URI with an absolute path (``sqlite:///mlruns/mlflow.db`` means a different store in every
+    directory): what identifies one store, whichever directory a command runs from."""
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return "sqlite:///" + str(Path(uri[len("sqlite:///"):]).resolve())
+    return uri
+
+
+def ui_state_file(uri: str) -> Path:
+    """The state file of the MLflow UI serving the store ``uri`` (one per store, in :func:`state_dir`)."""
+    import hashlib
+
+    return state_dir() / f"ui-{hashlib.sha256(store_key(uri).encode()).hexdigest()[:12]}.json"
+
+
+def _ui_process(pid: int) -> bool:
+    """Whether ``pid`` runs a ``fairmiss ui`` or an ``mlflow server`` (its command line, when it can be read: a
+    recycled pid is not one)."""
+    from fairmiss.io import pid_alive
+
+    if not pid_alive(pid):
+        return False
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True
+    fairmiss_ui = b"ui" in argv and any(a.endswith(b"fairmiss") or a == b"flows.cli" for a in argv)
+    return fairmiss_ui or (b"mlflow" in argv and b"server" in argv)
+
+
+def _ui_answers(url: str, timeout: float = 5.0) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=timeout) as r:
+            return r.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def _read_ui(path: Path) -> dict | None:
+    """A UI state file's content when its process is alive; a file whose process is gone is removed."""
+    try:
+        info = json.loads(path.read_text())
+        pid = int(info["pid"])
+        str(info["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not _ui_process(pid):
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    info.setdefault("location", info.get("store", ""))
+    return info
+
+
+def running_ui(uri: str) -> dict | None:
+    """The state (``pid``, ``url``, ``store``, ``owner``) of the MLflow UI already serving the store ``uri`` (its
+    process alive, its server answering ``/health``), else None. No state directory (an unwritable home): None."""
+    try:
+        path = ui_state_file(uri)
+    except OSError:
+        return None
+    info = _read_ui(path)
+    if info is not None and info.get("store") == store_key(uri) and _ui_answers(info["url"]):
+        return info
+    return None
+
+
+def running_uis() -> list[dict]:
+    """Every MLflow UI of a store whose process is alive (stale state files are removed)."""
+    try:
+        paths = sorted(state_dir().glob("ui-*.json"))
+    except OSError:
+        return []
+    return [info for p in paths if (info := _read_ui(p)) is not None]
+
+
+@dataclass
+class _UIStart:
+    pid: int
+    url: str
+    location: str
+    log: str
+    new: bool
+    proc: subprocess.Popen | None = None
+    state: Path | None = None
+
+    def wait(self, timeout: float) -> None:
+        """Until the UI answers; a UI that exits or stays silent is stopped, its state removed: ServerError."""
+        t0 = time.monotonic()
+        while self.proc is not None:
+            if self.proc.poll() is not None or time.monotonic() - t0 > timeout:
+                self.abandon()
+                tail = Path(self.log).read_text(errors="replace")[-1500:] if Path(self.log).exists() else ""
+                raise ServerError(f"the MLflow UI did not answer at {self.url} within {timeout:.0f} s "
+                                  f"(exit status {self.proc.poll()}); log {self.log}:\n{tail}")
+            if _ui_answers(self.url, 2.0):
+                return
+            time.sleep(0.25)
+
+    def abandon(self) -> None:
+        if self.proc is not None:
+            _terminate(self.pid, self.proc)
+            if self.state is not None:
+                with contextlib.suppress(OSError):
+                    self.state.unlink()
+
+
+def start_ui(uri: str | None = None, *, port: int | None = None) -> _UIStart | None:
+    """Launch a detached ``mlflow server`` over the store ``uri`` (default: this directory's) unless a UI serves
+    it already; returns at once (:meth:`_UIStart.wait` waits until it answers). None for a store that is an
+    MLflow server itself."""
+    from fairmiss.tracking.store import resolve_uri, store_location
+
+    uri = resolve_uri(uri)
+    if uri.startswith(("http://", "https://")):
+        return None
+    key = store_key(uri)
+    with _lock():
+        info = running_ui(uri)
+        if info is not None:
+            return _UIStart(int(info["pid"]), info["url"], store_location(uri), info.get("log", ""), False)
+        if port is None:
+            port = DEFAULT_UI_PORT if _port_free(DEFAULT_UI_PORT) else _free_port()
+        elif not _port_free(port):
+            raise ServerError(f"port {port} on 127.0.0.1 is in use (the MLflow UI: --ui-port)")
+        state = ui_state_file(uri)
+        log = state.with_suffix(".log")
+        artifacts = (Path(key[len("sqlite:///"):]).parent / "artifacts") if key.startswith("sqlite:///") else None
+        # one worker and no job runners (MLflow's GenAI job queue, unused by the tracking UI): on 2 cores it
+        # answers in 14-15 s instead of 50-56 s with MLflow's defaults; the user's environment wins
+        env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **os.environ}
+        cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", key, "--host", "127.0.0.1",
+               "--port", str(port), "--workers", "1"]
+        if artifacts is not None:
+            cmd += ["--default-artifact-root", str(artifacts)]
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, cwd=state_dir())
+        url = f"http://127.0.0.1:{port}"
+        from fairmiss.io import atomic_write_text
+
+        atomic_write_text(state, json.dumps({"pid": proc.pid, "url": url, "store": key, "owner": "server",
+                                             "location": store_location(uri), "log": str(log),
+                                             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}) + "\n")
+        return _UIStart(proc.pid, url, store_location(uri), str(log), True, proc, state)
+
+
+def stop_uis() -> list[dict]:
+    """Stop the MLflow UIs that ``server start`` started (their process groups); their states."""
+    stopped = []
+    with _lock():
+        for info in running_uis():
+            if info.get("owner") == "server":
+                _terminate(int(info["pid"]))
+                with contextlib.suppress(OSError):
+                    ui_state_file(info["store"]).unlink()
+                stopped.append(info)
+    return stopped

@@ -172,7 +172,8 @@ def pytest_collection_finish(session):
     state = tempfile.mkdtemp(prefix="fairmiss-test-server-")
     env = {**os.environ, "FAIRMISS_STATE_DIR": state, "PREFECT_SERVER_UI_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "server", "start", "--port", str(free_port())],
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "server", "start", "--no-mlflow", "--port",
+                             str(free_port())],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     _SESSION_SERVER.update(proc=proc, env=env, state=state)
     import signal

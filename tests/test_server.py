@@ -28,16 +28,19 @@ def _cli(*args, env, timeout=300):
 def started(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("server")
     # the per-user state directory ($XDG_STATE_HOME/fairmiss), not FAIRMISS_STATE_DIR: what a user gets
-    env = {**os.environ, "PREFECT_HOME": str(tmp / "home"), "XDG_STATE_HOME": str(tmp / "xdg")}
+    env = {**os.environ, "PREFECT_HOME": str(tmp / "home"), "XDG_STATE_HOME": str(tmp / "xdg"),
+           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'store' / 'mlflow.db'}"}  # the MLflow UI's store
     env.pop("PREFECT_API_URL", None)
     env.pop(server.ENV_STATE_DIR, None)
     (tmp / "home").mkdir()
-    port = free_port()
+    port, ui_port = free_port(), free_port()
     try:
-        r = _cli("server", "start", "--port", str(port), env=env)
+        r = _cli("server", "start", "--port", str(port), "--ui-port", str(ui_port), env=env)
         assert r.returncode == 0, r.stderr[-3000:]
         assert f"http://127.0.0.1:{port}" in r.stdout
+        assert f"MLflow UI started at http://127.0.0.1:{ui_port}" in r.stdout, r.stdout
         state = json.loads((tmp / "xdg" / "fairmiss" / "server.json").read_text())
+        state["ui_port"] = ui_port
         yield tmp, env, state
     finally:
         _cli("server", "stop", env=env)
@@ -47,11 +50,43 @@ def test_start_status_and_reuse(started):
     tmp, env, state = started
     assert state["port"] and state["url"].endswith(f":{state['port']}")
     assert requests.get(state["api_url"] + "/health", timeout=10).json() is True
+    ui = f"http://127.0.0.1:{state['ui_port']}"
+    assert requests.get(ui + "/health", timeout=10).status_code == 200
     r = _cli("server", "status", env=env)
     assert r.returncode == 0 and f"running at {state['url']} (pid {state['pid']}" in r.stdout
-    r = _cli("server", "start", env=env)  # a second start finds it: same process
+    assert f"MLflow UI: running at {ui} (pid " in r.stdout and "started by `fairmiss server start`" in r.stdout, r.stdout
+    r = _cli("server", "start", env=env)  # a second start finds both: same processes
     assert r.returncode == 0 and "already running" in r.stdout and f"pid {state['pid']}" in r.stdout
+    assert f"MLflow UI already running at {ui}" in r.stdout, r.stdout
     assert os.getpgid(state["pid"]) == state["pid"]  # its own process group (stop ends the whole group)
+
+
+def test_ui_finds_the_mlflow_ui_that_server_start_runs(started, tmp_path):
+    """`fairmiss ui` for the store that `server start` serves prints the running UI at once, from any directory;
+    for another store (the same relative `mlruns/mlflow.db` in another directory is another store) it does not
+    reuse it."""
+    tmp, env, state = started
+    ui = f"http://127.0.0.1:{state['ui_port']}"
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "flows.cli", "ui"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"already running (started by `fairmiss server start`; `fairmiss server stop` stops it): {ui}/#/experiments" \
+        in r.stdout, r.stdout
+    assert took < 30, took  # no MLflow server of its own to wait for (typically 1-3 s)
+    # a relative store URI names the directory's own store: another directory's UI is not this one's
+    other = tmp_path / "other"
+    (other / "mlruns").mkdir(parents=True)
+    env2 = {**env, "MLFLOW_TRACKING_URI": "sqlite:///mlruns/mlflow.db"}
+    r = subprocess.run([sys.executable, "-c", "import json; from flows import server; "
+                        "print(json.dumps(server.running_ui('sqlite:///mlruns/mlflow.db')))"],
+                       cwd=other, env=env2, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "null", r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-c", "import json; from flows import server; "
+                        "print(json.dumps(server.running_ui('sqlite:///store/mlflow.db')))"],
+                       cwd=tmp, env=env2, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["url"] == ui, r.stdout + r.stderr
 
 
 def test_status_from_another_directory_finds_the_same_server(started, tmp_path):
@@ -108,25 +143,30 @@ def test_stale_state_is_cleaned_and_stop_ends_the_group(tmp_path):
 
 
 def test_stop_terminates_the_server(tmp_path):
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), server.ENV_STATE_DIR: str(tmp_path / "state")}
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), server.ENV_STATE_DIR: str(tmp_path / "state"),
+           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
     (tmp_path / "home").mkdir()
-    r = _cli("server", "start", "--port", str(free_port()), env=env)
+    r = _cli("server", "start", "--port", str(free_port()), "--ui-port", str(free_port()), env=env)
     try:
         assert r.returncode == 0, r.stderr[-3000:]
         pid = json.loads((tmp_path / "state" / "server.json").read_text())["pid"]
+        [ui_state] = (tmp_path / "state").glob("ui-*.json")
+        ui_pid = json.loads(ui_state.read_text())["pid"]
     finally:
         r2 = _cli("server", "stop", env=env)
-    assert r2.returncode == 0 and f"stopped (pid {pid}" in r2.stdout
-    t0 = time.time()
-    while time.time() - t0 < 10:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail(f"process group {pid} still alive after stop")
-    assert not (tmp_path / "state" / "server.json").exists()
+    assert r2.returncode == 0 and f"Prefect server stopped (pid {pid}" in r2.stdout, r2.stdout
+    assert f"MLflow UI stopped (pid {ui_pid}" in r2.stdout, r2.stdout
+    for group in (pid, ui_pid):
+        t0 = time.time()
+        while time.time() - t0 < 10:
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"process group {group} still alive after stop")
+    assert not (tmp_path / "state" / "server.json").exists() and not ui_state.exists()
     assert "not running" in _cli("server", "status", env=env).stdout
 
 
