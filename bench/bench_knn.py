@@ -197,7 +197,7 @@ def main(argv=None) -> int:
     if len(lines_prev) > 5:
         lines += lines_prev
     lines += ["", "fairmiss's output is bit-identical to its previous dense implementation "
-              "(`tests/test_knn_reference_equality.py`) and does not depend on the CPU (`tests/test_knn_impute.py`). "
+              "(`tests/impute/test_knn_reference_equality.py`) and does not depend on the CPU (`tests/impute/test_knn_impute.py`). "
               "The last column compares it with scikit-learn on the test cells whose k-th nearest donor is not tied "
               "(both average the same k donors; only rounding differs); on tied cells the two differ by design "
               "(fairmiss averages over the tie, scikit-learn picks by its sort kernel). On COMPAS every imputed test "

@@ -7,7 +7,7 @@ For every batch and depth, in one process and interleaved (the solver that goes 
   computed inside the timed call;
 * **STreeD**: ``STreeDGroupFairnessClassifier(optimization_task="equality-of-opportunity")`` at the limit
   ``|ΔTPR| <= gap*`` of the DP's optimum (the constrained problem whose answer is the DP's tree,
-  ``tests/test_pystreed_dp.py``), on the DP's candidate splits as binary columns (built before the clock starts:
+  ``tests/learners/test_pystreed_dp.py``), on the DP's candidate splits as binary columns (built before the clock starts:
   STreeD gets its binarisation for free). With its default upper bound STreeD once returned a 52-error depth-3
   tree as optimal on a COMPAS batch where a feasible tree has 51; without it (``use_upper_bound=False``) it
   returned a 92-error depth-2 tree (gap 0) on COMPAS batch 9 of this script, where the DP's tree has 63 errors

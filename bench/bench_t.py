@@ -9,8 +9,8 @@ the same run (arms interleaved, medians of ``--repeats``), with the date, the lo
 | command → first cell of a quick study, local Prefect server running | ``python -c "import prefect, mlflow, sklearn"`` | ≤ 2.5× |
 | up-to-date ``fairmiss run`` | — | ≤ 2 s |
 
-Schedules that fire and clusters that agree are not timings: ``tests/test_schedules.py`` and
-``tests/test_prefect_server.py::test_existing_dask_cluster_agrees_or_refuses`` show them on real servers.
+Schedules that fire and clusters that agree are not timings: ``tests/flows/test_schedules.py`` and
+``tests/flows/test_prefect_server.py::test_existing_dask_cluster_agrees_or_refuses`` show them on real servers.
 
 Run: ``FAIRMISS_DATA_MIRROR=../shared/data/raw .venv/bin/python bench/bench_t.py [--repeats 3]``
 Writes ``bench/results/t_table.{md,json}``.

@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 # Imports stay light: `fairmiss --help`, `datasets` and `validate` import neither Prefect, MLflow nor the
-# error module's dataset stack until a command needs them (tests/test_startup.py).
+# error module's dataset stack until a command needs them (tests/flows/test_startup.py).
 from fairmiss._errors import ConfigError
 
 STUDIES_DIR = "params/studies"

@@ -770,7 +770,7 @@ def up_to_date(cfg: ExperimentConfig, results_dir: str | Path = "results") -> di
 
 def up_to_date_mlflow(cfg: ExperimentConfig, results_dir: str | Path = "results") -> dict | None:
     """:func:`up_to_date` answered by MLflow's client (any store: a tracking server too); the reference
-    that ``tests/test_fastcheck.py`` holds the SQL check to."""
+    that ``tests/flows/test_fastcheck.py`` holds the SQL check to."""
     from flows.fastcheck import finished_results
 
     out_dir = Path(results_dir) / cfg.experiment

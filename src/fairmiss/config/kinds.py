@@ -2,7 +2,7 @@
 
 For each family (dataset, missingness mechanism, imputer, learner, metric) the kinds with their config
 fields (type and default), flags and the module that defines them, and the metric table (fairness gaps) — generated from the registries, so
-it lists added kinds and plugins too and never goes stale (``tests/test_kinds_doc.py`` holds
+it lists added kinds and plugins too and never goes stale (``tests/config/test_kinds_doc.py`` holds
 ``docs/kinds.md`` equal to :func:`describe_kinds`).
 """
 

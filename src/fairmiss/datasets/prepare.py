@@ -193,7 +193,7 @@ def build_cached(variant, options: dict, *, raw_dir=None, allow_download: bool =
     sidecar (the build's provenance and the table's exact signature, :func:`_exact_signature`), both written to
     a temp path and renamed; a kept table is used only when its signature is the built one's — a file that cannot
     be read, or a Parquet round trip that is not exact, is built again (never unpickled: the product code
-    deserialises no files, ``tests/test_contracts.py``). ``FAIRMISS_REBUILD=1``: always build. ``keep=False``:
+    deserialises no files, ``tests/integration/test_contracts.py``). ``FAIRMISS_REBUILD=1``: always build. ``keep=False``:
     a new build is not kept here — :func:`prepare` keeps it with :func:`keep_built` only once the table has passed
     the group checks and the validation gate and the processed files are written (nothing half-done is left)."""
     import os

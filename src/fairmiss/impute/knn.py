@@ -40,9 +40,9 @@ and by identical values (one computation per distinct receiver; whole-row elemen
 training rows, no per-cell mask), the k-th distance is bounded from a sample of donors so that only the few
 candidates below the bound are examined, and the two sums are replayed on the selected donors only, in
 numpy's summation tree over the full donor row (a zero term added to a nonzero partial sum changes nothing;
-the rare zero or non-finite result is recomputed densely). ``tests/test_knn_reference_equality.py``
+the rare zero or non-finite result is recomputed densely). ``tests/impute/test_knn_reference_equality.py``
 checks the output bit for bit against the previous dense implementation (kept as an oracle in
-``tests/_knn_reference.py``); ``tests/test_knn_impute.py`` checks it under ``NPY_DISABLE_CPU_FEATURES`` and
+``tests/_knn_reference.py``); ``tests/impute/test_knn_impute.py`` checks it under ``NPY_DISABLE_CPU_FEATURES`` and
 ``OPENBLAS_CORETYPE`` variants and against a brute-force oracle that enumerates all tie-breaks on tiny
 inputs.
 """

@@ -17,7 +17,7 @@ Choices, written down:
 
 - **Only MLflow URIs** (``models:/NAME/VERSION`` with an integer version, or ``runs:/RUN_ID/PATH``) are
   accepted, never a file path or URL: models are not unpickled from user-given paths
-  (``tests/test_contracts.py``), and MLflow resolves the URI inside a tracking store the user chose.
+  (``tests/integration/test_contracts.py``), and MLflow resolves the URI inside a tracking store the user chose.
 - **Pinned references only**: ``models:/NAME/latest``, stages and ``@alias`` move when someone registers a
   new version, and a cell's cached result (its cache key holds the URI) would then silently be stale.
   ``runs:/`` URIs and numbered versions do not move.

@@ -23,7 +23,7 @@ with other test rows from the same population. The method:
   differences ``p_i − p_j``; the largest of noisy differences is biased upwards, and a percentile interval of
   it inherits the bias: over 500 simulated test sets with six groups its 95 % intervals covered the true FNR,
   FPR and equalized-odds gaps 88.6 %, 82.4 % and 78.0 % of the time, and never when several groups share the
-  extreme rate (``tests/test_intersectional_fairlearn.py``). The bound instead holds whenever every
+  extreme rate (``tests/metrics/test_intersectional_fairlearn.py``). The bound instead holds whenever every
   difference's own bound does: the upper end is the largest of the differences' ``(1 + level)/2`` percentile
   ends (one of them belongs to the pair that attains the true gap), the lower end the largest of their
   simultaneous lower ends (max-t over every pair: which pair attains the gap is not known). It is

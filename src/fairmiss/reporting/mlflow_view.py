@@ -9,7 +9,7 @@ URL is a *shared view*: ``#/experiments/<id>/runs?viewStateShareKey=<key>`` load
 of the runs page writes such tags). The key is ignored when the URL also carries a search facet. Read from the
 UI bundle of MLflow 3.17.2 (``mlflow/server/js/build/static/js``: the ``viewStateShareKey`` /
 ``mlflow.sharedViewState.`` constants and the hook that picks ``selectedColumns``, ``columnOrder``,
-``columnWidths``, … from the tag) and checked in headless Chromium by ``tests/test_browser.py``.
+``columnWidths``, … from the tag) and checked in headless Chromium by ``tests/integration/test_browser.py``.
 
 * :func:`runs_view_state`: the view — sorted by the fairness metric (smallest gap first), columns the
   fairness metric, accuracy, Dataset, a run-name column wide enough for ``<imputer>+<learner> · split <k>``; its

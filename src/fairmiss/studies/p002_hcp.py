@@ -333,7 +333,7 @@ def table1_markdown(agg: dict, *, models: Sequence[str], data_label: str, synthe
             "model gains little by using the scanner's imprint on the edges and its predictions barely "
             "depend on the scanner; the paper's contrast (rejected for unadjusted, not for adjusted) "
             "cannot show up here. It is tested on a scanner-associated variant of the same generator "
-            "(tests/test_study002.py) and in bench/results/002_sweep.md (`hcp_synthetic+assoc`).",
+            "(tests/studies/test_study002.py) and in bench/results/002_sweep.md (`hcp_synthetic+assoc`).",
             "",
         ]
     lines += [

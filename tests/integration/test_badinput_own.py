@@ -20,7 +20,7 @@ from fairmiss.config import ConfigError
 from fairmiss.config.loading import parse_config
 from fairmiss.datasets.registry import DatasetError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "own_data"
 BASE = yaml.safe_load((EXAMPLE / "credit.yaml").read_text())
 ROWS = list(csv.reader(io.StringIO((EXAMPLE / "credit.csv").read_text())))

@@ -1,5 +1,5 @@
 """The README opens with the two commands, and its "Your own data" block is made of commands the tutorial pages'
-test (tests/test_docs_examples.py) runs as written: a change that breaks what a newcomer types first fails there."""
+test (tests/integration/test_docs_examples.py) runs as written: a change that breaks what a newcomer types first fails there."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _command(line: str) -> str:
 
 def test_own_data_block_runs_as_written():
     """Every line of the README's own-data block (but the reader's ``$EDITOR`` step) is, word for word, a command
-    that tests/test_docs_examples.py executes in page order: ``ingest``, ``validate`` and ``run`` in one block of
+    that tests/integration/test_docs_examples.py executes in page order: ``ingest``, ``validate`` and ``run`` in one block of
     docs/own_data.md, ``compare`` of the same experiment on docs/tracking.md; so the block is run once, there."""
     from test_docs_examples import PAGES, bash_lines, blocks
 

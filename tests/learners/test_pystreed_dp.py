@@ -46,7 +46,7 @@ from fairmiss.learners.fair_mip_forest.dp import dp_tree  # noqa: E402
 from fairmiss.learners.fair_mip_forest.search import candidate_splits  # noqa: E402
 from fairmiss.learners.fair_mip_forest.tree import tree_objective  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from test_mip_dp import _compas_batches  # noqa: E402
 
 DEPTH = 3

@@ -70,7 +70,7 @@ def test_sigkill_then_rerun(tmp_path):
     assert reused and int(reused[-1][0]) >= 2  # the cells finished before the kill were not recomputed
 
 
-# Several processes sharing one store: tests/test_faults.py (four `fairmiss run` processes on the default store,
+# Several processes sharing one store: tests/integration/test_faults.py (four `fairmiss run` processes on the default store,
 # every child run FINISHED once, none lost, the same metrics.json from each).
 
 

@@ -16,7 +16,7 @@ from fairmiss.config import ConfigError, load_config
 from fairmiss.datasets import DatasetError, get_variant
 from fairmiss.datasets.prepare import frame_hash
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "own_data"
 MIRROR = Path(os.environ.get("FAIRMISS_DATA_MIRROR") or ROOT.parent / "shared" / "data" / "raw")
 

@@ -36,7 +36,7 @@ from fairmiss.learners.fair_mip_forest.tree import (
 )
 from fairmiss.solver import solve
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from _mip_oracle import _metric, _split_masks, enumerate_optimum, tiny_instance  # noqa: E402
 
 EPS = 0.01

@@ -20,7 +20,7 @@ from fairmiss.config import ConfigError, load_config
 from fairmiss.learners.mlflow_model import PrefitModel, check_model_uri_syntax
 from fairmiss.tracking import ModelURIError, check_model_uri, load_logged_model
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "own_data"
 
 

@@ -28,7 +28,7 @@ from fairmiss.learners.fair_mip_forest.tree import (
 )
 from fairmiss.solver import solve
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from _mip_oracle import enumerate_optimum, tiny_instance  # noqa: E402
 
 pytestmark = pytest.mark.solver  # HiGHS is in the lock: without it these fail, never skip

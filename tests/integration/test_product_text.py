@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PATTERNS = {
     # an absolute path on a working machine; a URL's path (https://host/home/…) is preceded by a word character

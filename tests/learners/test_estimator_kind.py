@@ -23,7 +23,7 @@ from fairmiss.config import ImputerSpec, LearnerSpec, parse_config
 from fairmiss.impute.build import make_imputer
 from fairmiss.learners.build import make_learner
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 BASE = {"experiment": "t", "seed": 1, "dataset": {"name": "compas_000"}, "split": {"n_splits": 1},
         "missingness": [{"kind": "preset", "preset": "000_table3_compas", "name": "t3"}]}
 GBM = {"kind": "estimator", "name": "gbm", "estimator": "sklearn.ensemble.GradientBoostingClassifier",

@@ -117,6 +117,8 @@ def test_zero_results_signs_and_cancellation():
             _assert_same(train, query, n_neighbors=k, **params)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in multiply:RuntimeWarning")  # the case under test
+@pytest.mark.filterwarnings("ignore:invalid value encountered in divide:RuntimeWarning")  # inf / inf weights
 def test_huge_magnitudes_and_overflowing_distances():
     rng = np.random.default_rng(9)
     X = rng.normal(size=(60, 3)) * 1e200

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
+
 import yaml
 
 from flows.experiment import WarningLog

@@ -21,7 +21,7 @@ from fairmiss.datasets.registry import DatasetError
 from fairmiss.datasets.validate import validate_table
 
 MIRROR = Path(os.environ.get("FAIRMISS_TEST_MIRROR") or os.environ.get("FAIRMISS_DATA_MIRROR")
-              or Path(__file__).resolve().parents[2] / "shared" / "data" / "raw")
+              or Path(__file__).resolve().parents[3] / "shared" / "data" / "raw")
 REAL_FILES = ["adult.data", "adult.test", "german.data", "compas-scores-two-years.csv"]
 
 

@@ -40,7 +40,7 @@ import pytest
 from badinput import make_project
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 # Tutorial pages (the reader's path: install, own data / estimators / notebook API / model audit, tracking,

@@ -37,7 +37,7 @@ from fairmiss.learners.fair_mip_forest.tree import (
 )
 from fairmiss.solver import solve
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from _mip_oracle import _split_masks, tiny_instance  # noqa: E402
 from test_mip_search import _forest_data, medium_batch  # noqa: E402  (the search tests' batches)
 

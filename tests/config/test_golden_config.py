@@ -3,7 +3,7 @@
 For every file in ``params/`` (full and ``--quick``), the hash of what determines results must not
 move when code is reorganised: ``config_hash`` for experiment configs, the canonical dump for the
 special studies, plus the ordered cell keys. Regenerate ONLY for an intended config change:
-``python tests/test_golden_config.py --write`` (and say why in the commit).
+``python tests/config/test_golden_config.py --write`` (and say why in the commit).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "config_hashes.json"
 FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "params").rglob("*.yaml")
                if p.name != "schedules.yaml")
