@@ -76,6 +76,10 @@ def _cells(tmp_path, cfg):
     return meta, cm
 
 
+# equality-constrained trees equalise leaf probabilities past [0, 1] on 1,800 rows (their documented warning,
+# kept in the run's warnings.txt): shown, not a failed cell
+@pytest.mark.filterwarnings("default:adjusted positive-class leaf probabilities span"
+                            ":fairmiss.learners.equality_trees.eqtree.ProbabilityRangeWarning")
 def test_every_k_group_learner_runs_on_six_intersections_and_is_scored_over_all(tmp_path):
     assert {"exponentiated_gradient", "threshold_optimizer", "orthogonal", "zafar", "equality_constrained"} \
         <= set(K_GROUP_KINDS), K_GROUP_KINDS
