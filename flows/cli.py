@@ -35,6 +35,21 @@ STUDIES_DIR = "params/studies"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class ConsoleFormatter(logging.Formatter):
+    """The console's lines: ``HH:MM:SS message`` for fairmiss's own information (progress, results), which are
+    logged through Prefect's flow-run logger; the level and the logger's name (:data:`LOG_FORMAT`) for warnings and
+    errors, and for every line with ``-v``, where Prefect's and the libraries' records are shown too."""
+
+    def __init__(self, verbose: bool):
+        super().__init__(LOG_FORMAT)
+        self.short = None if verbose else logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self.short is not None and record.levelno < logging.WARNING:
+            return self.short.format(record)
+        return super().format(record)
+
+
 def run_guarded(fn) -> int:
     """:func:`flows.errors.run_guarded`, imported when a command runs."""
     from flows.errors import run_guarded as guarded
@@ -650,7 +665,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["FAIRMISS_VERBOSE"] = "1"
     if "flows.errors" in sys.modules:
         sys.modules["flows.errors"].VERBOSE = bool(args.verbose or before)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format=LOG_FORMAT)
+    console = logging.StreamHandler()
+    console.setFormatter(ConsoleFormatter(args.verbose))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[console])
     # basicConfig is a no-op when the root logger has a handler already (main() called in-process)
     logging.getLogger().setLevel(logging.INFO if args.verbose else logging.WARNING)
     # library warnings (scikit-learn, pandas via fairlearn, …) go to the `py.warnings` logger: shown with -v,

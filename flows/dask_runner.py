@@ -12,6 +12,7 @@ import threading
 
 from prefect_dask import DaskTaskRunner
 
+from flows import errors
 from tasks.experiment import warm_worker
 
 logger = logging.getLogger(__name__)
@@ -116,6 +117,7 @@ class EagerDaskTaskRunner(DaskTaskRunner):
             logger.debug("early Dask start failed (the first task will report it): %s", exc)
 
     def __enter__(self):
+        self._quiet_console = errors.quiet_worker_consoles()  # a local cluster's workers: no task-run INFO lines
         super().__enter__()
         if os.getpid() == self._eager_pid:
             self._starter = threading.Thread(target=self._start, name="fairmiss-dask-start", daemon=True)
@@ -126,4 +128,7 @@ class EagerDaskTaskRunner(DaskTaskRunner):
         if self._starter is not None:
             self._starter.join(120)
             self._starter = None
-        super().__exit__(*exc)
+        try:
+            super().__exit__(*exc)
+        finally:
+            errors.restore_worker_consoles(getattr(self, "_quiet_console", False))

@@ -117,10 +117,10 @@ class _QuietFlowErrors(logging.Filter):
 def _console_noise(record: logging.LogRecord) -> bool:
     """INFO records a user does not need on the console (they stay in Prefect's API log): every task run's
     ``Finished in state Completed()``, Prefect's temporary-server banner, the flow run's created/finished
-    lines."""
+    lines, a local Dask cluster's scheduler and worker chatter."""
     name = record.name
     if name.startswith(("prefect.task_runs", "prefect.server", "docket", "uvicorn", "prefect.events",
-                        "prefect.client")):
+                        "prefect.client", "distributed")):  # distributed: a local Dask cluster's start and stop
         return True
     if name.startswith("prefect") and not name.startswith("prefect.flow_runs"):
         return True  # e.g. "prefect: Starting temporary server on http://127.0.0.1:…"
@@ -145,6 +145,34 @@ def quiet_prefect_console() -> None:
     for h in logging.getLogger().handlers:
         if isinstance(h, logging.StreamHandler) and _QUIET not in h.filters:
             h.addFilter(_QUIET)
+
+
+_WORKER_CONSOLE = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
+
+
+def quiet_worker_consoles() -> bool:
+    """Keep the INFO lines of the worker processes a task runner is about to start off the terminal; returns
+    whether it did, for :func:`restore_worker_consoles` when the runner exits (a flag, not a closure: runners are
+    pickled with the flow).
+
+    Worker processes (``task_runner: process``, a local Dask cluster) run the task runs, so Prefect logs their
+    "Task run '…' - Finished in state Completed()" lines there, through Prefect's console handler of each worker,
+    which the filter above never sees. Each worker configures that handler from Prefect's logging settings as it
+    imports Prefect, and Prefect reads a setting's override from the environment the worker inherits: the
+    handler's level is set to WARNING while the runner lives (warnings and errors still show, and the records
+    still reach the API log). Only for the runner's lifetime, so that this process's later children (a notebook's
+    ``!fairmiss run``) keep their own progress lines. With ``-v``, or when the user set the variable, nothing
+    changes."""
+    if VERBOSE or _WORKER_CONSOLE in os.environ:
+        return False
+    os.environ[_WORKER_CONSOLE] = "WARNING"
+    return True
+
+
+def restore_worker_consoles(quieted: bool) -> None:
+    """Undo :func:`quiet_worker_consoles` (``quieted``: what it returned)."""
+    if quieted and os.environ.get(_WORKER_CONSOLE) == "WARNING":
+        del os.environ[_WORKER_CONSOLE]
 
 
 #: set by :class:`flows.experiment.StoppableThreadPoolTaskRunner` when a stopping flow left task threads running

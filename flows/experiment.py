@@ -72,6 +72,7 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
         # a throw-away database, and an orphaned server when the worker is terminated). Point the workers
         # at the flow's ephemeral server instead; restored on exit.
         self._env_api_url = None
+        self._quiet_console = errors.quiet_worker_consoles()
         if not os.environ.get("PREFECT_API_URL"):
             from prefect.server.api.server import SubprocessASGIServer
 
@@ -98,6 +99,7 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
         finally:
             if getattr(self, "_env_api_url", None) and os.environ.get("PREFECT_API_URL") == self._env_api_url:
                 del os.environ["PREFECT_API_URL"]
+            errors.restore_worker_consoles(getattr(self, "_quiet_console", False))
 
     def _stop(self, exc_type, exc_value, traceback):
         executor = getattr(self, "_executor", None)
