@@ -66,8 +66,10 @@ def plot_group_bars(gt: pd.DataFrame, metric: str, path: Path, *, title: str = "
     ax.set_xticks(x, methods, rotation=35, ha="right", fontsize="small")
     ax.set_ylabel(metric.replace("_", " "))
     where = f", missingness {scenarios[0]}" if len(scenarios) == 1 and scenarios[0] else ""
-    ax.set_title(title or f"{metric} by group{where} (mean ± SE over splits)")
-    ax.legend(fontsize="small")
+    # two title lines, and the legend beside the axes: on one line a long scenario name ran past the figure's
+    # edge, and inside the axes the legend covered the bars of a tall metric such as accuracy
+    ax.set_title(title or f"{metric.replace('_', ' ')} by group{where}\n(mean ± SE over splits)")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return save_figure(fig, path)
