@@ -89,3 +89,4 @@ def test_ui_ready_before_url_and_stopped_by_signal(tmp_path, sig):
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+        proc.stdout.close()

@@ -60,6 +60,7 @@ def test_sigkill_then_rerun(tmp_path):
         time.sleep(0.5)
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
+    p.stderr.close()
     assert any(r[2] == "RUNNING" for r in _runs(db))  # the killed parent could not end itself
     assert not (tmp_path / "results_a" / "compas_small" / "metrics.json").exists()  # nothing half-written
     # a kill while the outputs are staged may leave temporary files, only inside the killed process's hidden
