@@ -20,14 +20,19 @@ from conftest import ROOT, small_config
 pytestmark = pytest.mark.slow
 
 
-def _flow(cfg, tmp, tag, *, temporary_server=False):
+def _flow(cfg, tmp, tag, *, temporary_server=False, ctrl_c=False):
+    """The flow's command, in a session of its own. ``ctrl_c``: with SIGINT's default disposition, as a command
+    run in a terminal's foreground has it. A test session started from a shell's background job (``.ci/run …
+    &``, ``nohup``) inherits SIGINT ignored, and a Python process started with SIGINT ignored keeps ignoring it:
+    the command would then run to its end after "Ctrl-C" and exit 0."""
     env = None
     if temporary_server:  # Prefect's temporary server, not the test session's server
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     return subprocess.Popen([sys.executable, "-m", "flows.run", "--config", str(cfg), "--results-dir",
                              str(tmp / f"results_{tag}"), "--processed-dir", str(tmp / "processed")],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env=env)
+                            start_new_session=True, env=env,
+                            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if ctrl_c else None)
 
 
 def _cells_done(lines: list[str]) -> int:
@@ -274,10 +279,9 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes(tmp_path):
                        learners=[{"kind": "random_forest", "name": "rf", "n_estimators": 400, "n_jobs": 1}],
                        execution={"max_workers": 1})
     db = tmp_path / "mlruns" / "mlflow.db"
-    p = _flow(cfg, tmp_path, "a", temporary_server=True)  # where a finishing task thread started a second one
-    # Interrupt once the flow's own progress lines say 2 cells are computed. (Waiting for FINISHED rows in the
-    # store instead raced on a loaded machine: the tracking writer logged them only when nearly every cell was
-    # computed, and SIGINT found the command already done.)
+    p = _flow(cfg, tmp_path, "a", temporary_server=True, ctrl_c=True)  # where a finishing task thread started a second one
+    # Interrupt once the flow's own progress lines say 2 cells are computed (the flow's own count, not rows in the
+    # store, which the tracking writer logs later on a loaded machine).
     lines: list[str] = []
     def read():
         for line in p.stderr:
@@ -300,7 +304,7 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes(tmp_path):
     reader.join(10)
     p.stderr.close()
     err = "".join(lines)
-    assert _cells_done(lines) < 16, "every cell was computed before SIGINT arrived: not mid-sweep"
+    assert _cells_done(lines) < 16, "the command ran every cell after SIGINT: was SIGINT ignored?"
     assert p.returncode == 130, (p.returncode, err[-3000:])
     assert time.time() - t_int < 45
     assert "Traceback" not in err and "Logging error" not in err, err[-3000:]
