@@ -118,7 +118,11 @@ class EagerDaskTaskRunner(DaskTaskRunner):
 
     def __enter__(self):
         self._quiet_console = errors.quiet_worker_consoles()  # a local cluster's workers: no task-run INFO lines
-        super().__enter__()
+        try:
+            super().__enter__()
+        except BaseException:  # no __exit__ follows a failed __enter__: the console setting is undone here
+            errors.restore_worker_consoles(self._quiet_console)
+            raise
         if os.getpid() == self._eager_pid:
             self._starter = threading.Thread(target=self._start, name="fairmiss-dask-start", daemon=True)
             self._starter.start()

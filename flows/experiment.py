@@ -79,7 +79,11 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
             server = SubprocessASGIServer()  # Prefect's one ephemeral server of this process (a per-port singleton)
             if server is not None and server.server_process is not None and server.port:
                 os.environ["PREFECT_API_URL"] = self._env_api_url = server.api_url
-        runner = super().__enter__()
+        try:
+            runner = super().__enter__()
+        except BaseException:  # no __exit__ follows a failed __enter__: undo the environment here
+            self._restore_env()
+            raise
         # Start the workers now. The executor spawns a worker only when a task arrives, and a spawned
         # worker then imports Prefect and fairmiss (~2–3 s) before its first task; here that overlaps the flow's
         # start and its data task instead of following them (the first split and cell start that much sooner).
@@ -97,9 +101,12 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
         try:
             self._stop(exc_type, exc_value, traceback)
         finally:
-            if getattr(self, "_env_api_url", None) and os.environ.get("PREFECT_API_URL") == self._env_api_url:
-                del os.environ["PREFECT_API_URL"]
-            errors.restore_worker_consoles(getattr(self, "_quiet_console", False))
+            self._restore_env()
+
+    def _restore_env(self):
+        if getattr(self, "_env_api_url", None) and os.environ.get("PREFECT_API_URL") == self._env_api_url:
+            del os.environ["PREFECT_API_URL"]
+        errors.restore_worker_consoles(getattr(self, "_quiet_console", False))
 
     def _stop(self, exc_type, exc_value, traceback):
         executor = getattr(self, "_executor", None)

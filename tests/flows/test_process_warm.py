@@ -118,3 +118,36 @@ def test_a_local_dask_cluster_starts_early_only_with_a_core_to_spare(tmp_path, m
     remote = load_config(small_config(tmp_path / "r", execution={"max_workers": 2, "task_runner": "dask",
                                                                   "dask_address": "tcp://127.0.0.1:1"}))
     assert _task_runner(remote)._eager_pid is not None  # a running cluster: connect early whatever the cores
+
+
+@pytest.mark.parametrize("runner_kind", ["process", "dask"])
+def test_a_runner_that_fails_to_start_leaves_the_console_setting_as_it_was(runner_kind, monkeypatch):
+    """A task runner sets the workers' console level while it lives (flows.errors.quiet_worker_consoles); when
+    starting it fails (no processes, a cluster that refuses) no ``__exit__`` follows, and the setting must not
+    outlive it: a later notebook command would print nothing."""
+    from prefect.task_runners import ProcessPoolTaskRunner
+    from prefect_dask import DaskTaskRunner
+
+    from flows import errors
+    from flows.dask_runner import EagerDaskTaskRunner
+
+    monkeypatch.delenv(errors._WORKER_CONSOLE, raising=False)
+    monkeypatch.setattr(errors, "VERBOSE", False)
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # set: the runner starts no server of its own
+
+    def refuse(self):
+        import os
+
+        assert os.environ.get(errors._WORKER_CONSOLE) == "WARNING"  # set while the runner starts
+        raise OSError("cannot start workers")
+
+    base, runner = ((ProcessPoolTaskRunner, StoppableProcessPoolTaskRunner(max_workers=1)) if runner_kind == "process"
+                    else (DaskTaskRunner, EagerDaskTaskRunner(eager=False)))
+    monkeypatch.setattr(base, "__enter__", refuse)
+    with pytest.raises(OSError, match="cannot start workers"):
+        with runner:
+            pass
+    import os
+
+    assert errors._WORKER_CONSOLE not in os.environ
+    assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:9/api"
