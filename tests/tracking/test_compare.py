@@ -83,3 +83,30 @@ def test_compare_against_mlflow_server_prints_the_local_front(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@pytest.mark.slow
+def test_compare_counts_the_cells_an_edited_sweep_reused(tmp_path):
+    """An edited sweep computes only its new cells and reuses the others from the earlier run, whose child runs
+    carry the earlier config's hash. The front read back from MLflow must still be the one of every cell the
+    new run summarised — equal to its metrics.json — not of the cells it computed."""
+    from flows.experiment import run_experiment
+    from fairmiss.tracking import read_cell_runs
+
+    store = {"uri": f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}", "log_models": False}
+    dirs = {"results_dir": str(tmp_path / "results"), "processed_dir": str(tmp_path / "processed")}
+    first = small_config(tmp_path / "a", imputers=[{"kind": "mean"}], tracking=store, execution={"max_workers": 1},
+                         learners=[{"kind": "decision_tree", "name": "tree_d3", "max_depth": 3},
+                                   {"kind": "logistic_regression", "name": "logreg"}])
+    run_experiment(first, **dirs)
+    edited = small_config(tmp_path / "b", imputers=[{"kind": "mean"}, {"kind": "knn"}], tracking=store,
+                          execution={"max_workers": 1},
+                          learners=[{"kind": "decision_tree", "name": "tree_d3", "max_depth": 3},
+                                    {"kind": "logistic_regression", "name": "logreg"}])
+    out = run_experiment(edited, **dirs)
+    rows, info = read_cell_runs(store["uri"], "compas_small", metrics=("accuracy", "fnr_difference"))
+    assert info["run_id"] == out["parent_run_id"]
+    assert len(rows) == 8  # 2 splits x 2 imputers x 2 learners: the 4 reused cells count
+    summary = json.loads((tmp_path / "results" / "compas_small" / "metrics.json").read_text())["summary"]
+    assert format_front(front_from_cells(rows, "fnr_difference"), "fnr_difference") == \
+        format_front(front_from_summary(summary, "fnr_difference"), "fnr_difference")

@@ -21,11 +21,14 @@ from fairmiss.tracking.store import DEFAULT_URI, _store_error, store_location
 def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str | None = None,
                    metrics: tuple[str, ...] = ()) -> tuple[list[dict], dict]:
     """The finished cells of an experiment in any store (``sqlite:///…``, a server ``http://…``), read-only
-    (nothing is created): ``(rows, info)``. A row per cell: ``method``, ``missingness``, ``split``, ``key``,
-    ``run_id`` and the requested ``metrics``. Which cells: those of the parent run ``parent_run_id`` (default:
-    the newest FINISHED experiment run), i.e. every FINISHED child run with status ok and that parent's
-    config hash — cells reused by a resumed run were logged under an earlier parent — newest per cell key.
-    ``info``: the parent's run id, name, config hash and params."""
+    (nothing is created): ``(rows, info)``. A row per cell: ``method``, ``missingness``, ``split``, ``key`` and
+    the requested ``metrics`` (with their bootstrap-interval columns where the run recorded them). Which cells:
+    those the parent run ``parent_run_id`` (default: the newest FINISHED experiment run) summarised, read from
+    the cell table it logged (``cells_table.json``: every cell of its ``cells.csv``, with status ok, computed or
+    reused — a cell reused from an earlier run of an edited config was logged under that run's parent, with that
+    config's hash, so the child runs alone cannot tell). A parent without that table (a run of another
+    flow): every FINISHED child run with status ok and the parent's config hash, newest per cell key, each row
+    with its ``run_id``. ``info``: the parent's run id, name, config hash and params."""
     uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
     try:
         client = MlflowClient(uri)
@@ -44,6 +47,11 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
                                   "experiment run")
             parent = runs[0]
         chash = parent.data.tags.get("config.hash")
+        info = {"run_id": parent.info.run_id, "run_name": parent.info.run_name, "config_hash": chash,
+                "params": dict(parent.data.params), "uri": uri}
+        table = _cell_table(client, parent.info.run_id)
+        if table is not None:
+            return _rows_from_table(table, metrics), info
         flt = "attributes.status = 'FINISHED' and tags.`cell.status` = 'ok'"
         flt += f" and tags.`config.hash` = '{chash}'" if chash else \
             f" and tags.mlflow.parentRunId = '{parent.info.run_id}'"
@@ -64,9 +72,40 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
             "missingness": t.get("missingness") or r.data.params.get("missingness"),
             "split": int(t.get("split") or r.data.params.get("split.index") or 0),
             **{m: coded.get(m, float("nan")) for m in metrics}}
-    info = {"run_id": parent.info.run_id, "run_name": parent.info.run_name, "config_hash": chash,
-            "params": dict(parent.data.params), "uri": uri}
     return sorted(by_key.values(), key=lambda r: (r["split"], r["key"])), info  # summarise's order
+
+
+#: the table of every cell a parent run summarised (flows.experiment logs it with ``log_table``)
+CELL_TABLE = "cells_table.json"
+
+
+def _cell_table(client: MlflowClient, run_id: str):
+    """The parent's cell table as a DataFrame, or ``None`` when the run has none."""
+    import json
+
+    import pandas as pd
+
+    if CELL_TABLE not in {f.path for f in client.list_artifacts(run_id)}:
+        return None
+    with tempfile.TemporaryDirectory(prefix="fairmiss-") as tmp:
+        blob = json.loads(Path(client.download_artifacts(run_id, CELL_TABLE, tmp)).read_text())
+    return pd.DataFrame(blob["data"], columns=blob["columns"])  # MLflow's log_table: pandas' "split" orient
+
+
+def _rows_from_table(table, metrics: tuple[str, ...]) -> list[dict]:
+    """Rows of :func:`read_cell_runs` from a parent's cell table: the ok cells, in the table's order (config
+    order, as the run summarised them)."""
+    import math
+
+    ok = table[table["status"] == "ok"]
+    wanted = [c for m in metrics for c in (m, f"{m}_ci_low", f"{m}_ci_high") if c in ok.columns]
+    rows = []
+    for _, r in ok.iterrows():
+        row = {"key": r["key"], "method": r["method"], "missingness": r["missingness"], "split": int(r["split"])}
+        row.update({m: math.nan for m in metrics})
+        row.update({c: (math.nan if r[c] is None else float(r[c])) for c in wanted})
+        rows.append(row)
+    return rows
 
 
 def tempdir():
