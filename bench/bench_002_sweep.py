@@ -52,7 +52,7 @@ KS = (10, 30, 50, 100)
 
 def load(name: str):
     if name == "compas_002":
-        from fairmiss.config import DatasetSpec
+        from fairmiss.config.experiment import DatasetSpec
         from fairmiss.pipeline import prepare
 
         d = prepare(DatasetSpec(name="compas_002"), processed_dir=Path("/tmp/fairmiss-bench-002"), allow_download=False)

@@ -148,7 +148,7 @@ def _starter_config(args) -> str:
     import pandas as pd
     import yaml
 
-    from fairmiss.config import DatasetSpec
+    from fairmiss.config.experiment import DatasetSpec
     from fairmiss.datasets.own import ensure_registered, _header
     from fairmiss.datasets.registry import PII_COLUMNS
 
@@ -289,7 +289,7 @@ def _cmd_serve(args) -> int:
     """Register the deployments with a Prefect server whose scheduler runs, and execute their runs here until
     interrupted: ``PREFECT_API_URL`` when set, else the local server (``fairmiss server start``), started now
     if it is not running. Never Prefect's temporary server: it runs no scheduler, so no run would ever fire."""
-    from fairmiss.config import load_schedules
+    from fairmiss.config.schedules import load_schedules
 
     try:
         sched = load_schedules(args.schedules)

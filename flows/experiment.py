@@ -26,7 +26,8 @@ from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from fairmiss import pipeline
-from fairmiss.config import ExperimentConfig, load_config, missingness_label
+from fairmiss.config import ExperimentConfig, load_config
+from fairmiss.config.experiment import missingness_label
 from fairmiss.io import atomic_write_json, atomic_write_text, safe_child
 from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
 from fairmiss.reporting.mlflow_view import shared_view_tag

@@ -21,7 +21,7 @@ if __name__ == "__main__":  # a DVC stage: the user's local Prefect server (star
 
 from prefect import flow, get_run_logger  # noqa: E402
 
-from fairmiss.config import DatasetSpec
+from fairmiss.config.experiment import DatasetSpec
 from tasks.experiment import acquire_task, prepare_task
 
 

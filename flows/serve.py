@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fairmiss.config import load_schedules
+from fairmiss.config.schedules import load_schedules
 from flows.experiment import experiment_flow
 
 logger = logging.getLogger(__name__)

@@ -76,7 +76,8 @@ def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int
     """:func:`fairmiss.pipeline.make_split`; a failure names the config file and key: ``missingness.<i>``
     for a :class:`~fairmiss.missingness.mechanisms.MissingnessError`, ``split`` for a split the data cannot give
     (e.g. ``test_size: 0.0001`` leaves fewer test rows than strata)."""
-    from fairmiss.config import ConfigError, missingness_label
+    from fairmiss.config import ConfigError
+    from fairmiss.config.experiment import missingness_label
     from fairmiss.datasets import DatasetError
     from fairmiss.missingness.mechanisms import MissingnessError
 

@@ -15,7 +15,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairmiss.studies import p002_hcp as study002
-from fairmiss.config import DatasetSpec
+from fairmiss.config.experiment import DatasetSpec
 from fairmiss.io import atomic_write_json
 from fairmiss.tracking import Tracker
 from tasks.experiment import acquire_task, prepare_task

@@ -1,9 +1,10 @@
 """A small registry of config kinds (a leaf module): ``kind`` -> spec class, build function and flags.
 
 Each kind's spec is defined beside its builder (``fairmiss.learners.<method>``, ``fairmiss.impute.build``)
-and registered there; :mod:`fairmiss.config` builds its discriminated unions from the registered specs in
-a fixed, explicit order (the union order is part of the config's JSON schema, so it must not depend on
-import order).
+and registered there; each kind package's ``specs`` module (:mod:`fairmiss.missingness.specs`,
+:mod:`fairmiss.impute.specs`, :mod:`fairmiss.learners.specs`) builds its discriminated union from the
+registered specs in a fixed, explicit order (the union order is part of the config's JSON schema, so it
+must not depend on import order).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def fingerprint(rel: str, quick: bool) -> dict:
 
 
 def schedules_fingerprint() -> str:
-    from fairmiss.config import load_schedules
+    from fairmiss.config.schedules import load_schedules
     from fairmiss.io import stable_hash
 
     return stable_hash(load_schedules(ROOT / "params" / "schedules.yaml").model_dump(mode="json", by_alias=True))

@@ -77,7 +77,8 @@ def test_registered_kinds_are_the_known_kinds():
 
 
 def test_unions_list_the_registered_specs_in_the_fixed_order():
-    from fairmiss.config import ImputerSpec, LearnerSpec
+    from fairmiss.impute.specs import ImputerSpec
+    from fairmiss.learners.specs import LearnerSpec
     from fairmiss.impute.specs import IMPUTER_SPEC_ORDER
     from fairmiss.learners.specs import LEARNER_SPEC_ORDER
 
@@ -90,7 +91,7 @@ def test_unions_list_the_registered_specs_in_the_fixed_order():
 def test_missingness_kinds_registered_in_the_union_order(table):
     import pandas as pd
 
-    from fairmiss.config import MissingnessSpec
+    from fairmiss.missingness.specs import MissingnessSpec
     from fairmiss.missingness.specs import MISSINGNESS_KINDS, MISSINGNESS_SPEC_ORDER
 
     assert typing.get_args(MissingnessSpec)[0] == functools.reduce(operator.or_, MISSINGNESS_SPEC_ORDER)
@@ -105,7 +106,7 @@ def test_missingness_kinds_registered_in_the_union_order(table):
 
 
 def test_kind_flags_are_unchanged():
-    from fairmiss.config import MI_LEARNERS, NATIVE_MISSING
+    from fairmiss.learners.specs import MI_LEARNERS, NATIVE_MISSING
 
     assert NATIVE_MISSING == {"decision_tree", "random_forest", "xgboost", "hist_gradient_boosting", "fair_mip_forest"}
     assert MI_LEARNERS == {"decision_tree", "logistic_regression", "random_forest", "xgboost",
@@ -113,7 +114,8 @@ def test_kind_flags_are_unchanged():
 
 
 def _spec(registry, kind, extra=None):
-    from fairmiss.config import ImputerSpec, LearnerSpec
+    from fairmiss.impute.specs import ImputerSpec
+    from fairmiss.learners.specs import LearnerSpec
 
     union = LearnerSpec if registry is LEARNER_KINDS else ImputerSpec
     spec = TypeAdapter(union).validate_python({"kind": kind, **REQUIRED.get((registry.what, kind), REQUIRED.get(kind, {})), **(extra or {})})

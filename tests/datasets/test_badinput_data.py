@@ -350,7 +350,7 @@ def test_undamaged_generated_files_load(name, tmp_path):
     """Control: the unmutated real-format files load (the corpus' errors come from the mutations)."""
     from fairmiss.datasets import hsls
     if name == HSLS:
-        from fairmiss.config import DatasetSpec
+        from fairmiss.config.experiment import DatasetSpec
         from fairmiss.pipeline import prepare
 
         raw = _write(tmp_path, {HSLS: hsls_student_csv()})
@@ -401,7 +401,7 @@ def test_the_gate_rejects_non_finite_features():
 
 def test_prepare_refuses_a_one_group_user_file_before_writing(tmp_path):
     """The issue's case at library level: prepare() stops before the gate and writes no processed file."""
-    from fairmiss.config import DatasetSpec
+    from fairmiss.config.experiment import DatasetSpec
     from fairmiss.pipeline import prepare
 
     raw = _write(tmp_path, {HSLS: column_values(hsls_student_csv(), "X1RACE", lambda r: "3")})

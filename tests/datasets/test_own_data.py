@@ -135,7 +135,7 @@ def test_spec_name_depends_on_fields_and_content(tmp_path):
 
 
 def test_builtin_dataset_spec_dump_unchanged():
-    from fairmiss.config import DatasetSpec
+    from fairmiss.config.experiment import DatasetSpec
 
     assert DatasetSpec(name="compas_000").model_dump(mode="json") == {"name": "compas_000", "options": {},
                                                                      "group_as_feature": False}

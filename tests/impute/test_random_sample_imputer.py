@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
-from fairmiss.config import ImputerSpec
+from fairmiss.impute.specs import ImputerSpec
 from fairmiss.impute.build import make_imputer
 from fairmiss.impute.random_sample import RandomSampleImputer
 

@@ -71,7 +71,7 @@ def test_entry_points_found(site):
 def test_plugin_kinds_registered_validate_and_run(site):
     r = _run(site, """
         import numpy as np
-        from fairmiss.config import ExperimentConfig, LearnerSpec
+        from fairmiss.config import ExperimentConfig
         from fairmiss.learners.adapter import LEARNER_KINDS
         from fairmiss.learners.build import make_learner
         from fairmiss.learners.specs import KIND_MODULES

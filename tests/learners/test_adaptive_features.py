@@ -7,7 +7,8 @@ from pydantic import TypeAdapter, ValidationError
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
-from fairmiss.config import LearnerSpec, parse_config
+from fairmiss.config import parse_config
+from fairmiss.learners.specs import LearnerSpec
 from fairmiss.learners.build import make_learner
 from fairmiss.learners.feng2023.adaptive import AdaptiveFeatures, AdaptThen
 

@@ -19,7 +19,9 @@ from sklearn.pipeline import Pipeline
 
 from fairmiss import pipeline
 from fairmiss._errors import ConfigError
-from fairmiss.config import ImputerSpec, LearnerSpec, parse_config
+from fairmiss.config import parse_config
+from fairmiss.impute.specs import ImputerSpec
+from fairmiss.learners.specs import LearnerSpec
 from fairmiss.impute.build import make_imputer
 from fairmiss.learners.build import make_learner
 

@@ -9,7 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import estimator_checks_generator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fairmiss.config import LearnerSpec
+from fairmiss.learners.specs import LearnerSpec
 from fairmiss.learners.build import make_learner
 from fairmiss.learners.feng2023.bag import FairMissBagClassifier, stratified_bootstrap
 

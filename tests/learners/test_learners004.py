@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from fairmiss.config import LearnerSpec, load_study_config
+from fairmiss.config import load_study_config
+from fairmiss.learners.specs import LearnerSpec
 from fairmiss.learners.build import make_learner
 from fairmiss.learners.budro.boosting import ProjectClassifier, ReweighingClassifier
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairmiss.config import FairMIPForestSpec
+from fairmiss.learners.specs import FairMIPForestSpec
 from fairmiss.learners.fair_mip_forest.dp import dp_tree
 from fairmiss.learners.fair_mip_forest.forest import FairMIPForestClassifier, FairMIPTreeClassifier, _auto_eps, _cart_tree
 from fairmiss.learners.fair_mip_forest.search import search_tree

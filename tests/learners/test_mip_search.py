@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairmiss.config import FairMIPForestSpec
+from fairmiss.learners.specs import FairMIPForestSpec
 from fairmiss.learners.fair_mip_forest.forest import (
     FairMIPForestClassifier,
     FairMIPTreeClassifier,

@@ -5,7 +5,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 from sklearn.naive_bayes import GaussianNB
 
-from fairmiss.config import LearnerSpec
+from fairmiss.learners.specs import LearnerSpec
 from fairmiss.learners.build import make_learner
 
 

@@ -8,7 +8,7 @@ from pydantic import TypeAdapter
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
-from fairmiss.config import LearnerSpec
+from fairmiss.learners.specs import LearnerSpec
 from fairmiss.learners.build import make_learner
 from fairmiss.learners.feng2023.clusters import PatternClusterClassifier
 

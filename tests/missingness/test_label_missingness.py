@@ -7,7 +7,8 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from fairmiss import pipeline
-from fairmiss.config import ConfigError, MissingnessSpec, parse_config
+from fairmiss.config import ConfigError, parse_config
+from fairmiss.missingness.specs import MissingnessSpec
 from fairmiss.missingness.mechanisms import MissingnessError, check_mask, inject, masked_columns
 
 T = TypeAdapter(MissingnessSpec)

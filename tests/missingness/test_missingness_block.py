@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from fairmiss.config import MissingnessSpec
+from fairmiss.missingness.specs import MissingnessSpec
 from fairmiss.missingness.mechanisms import MissingnessError, check_mask, inject, masked_columns
 
 

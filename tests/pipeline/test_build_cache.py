@@ -107,7 +107,7 @@ def test_rebuild_env_and_unwritable_cache(dirs, monkeypatch, caplog):
 def test_prepare_keeps_only_a_table_that_passed_and_reuses_it(dirs):
     """prepare() builds without keeping, keeps the table only after the group checks, the gate and the processed
     files, and a second prepare() reuses it with the same content hash."""
-    from fairmiss.config import DatasetSpec
+    from fairmiss.config.experiment import DatasetSpec
     from fairmiss.pipeline import prepare
 
     raw, processed = dirs

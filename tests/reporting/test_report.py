@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from conftest import small_config
 
-from fairmiss.config import ReferenceSpec
+from fairmiss.config.experiment import ReferenceSpec
 from fairmiss.reporting.html import group_metric_table, reference_comparison
 
 

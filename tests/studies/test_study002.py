@@ -14,7 +14,8 @@ import yaml
 from conftest import ROOT
 
 from fairmiss.studies import p002_hcp as study002
-from fairmiss.config import HCPStudyConfig, load_study_config
+from fairmiss.config import load_study_config
+from fairmiss.config.studies import HCPStudyConfig
 
 
 def _small_hcp_config(tmp: Path, **over) -> Path:
@@ -176,7 +177,7 @@ def _real_format_hcp_files(raw: Path, n: int = 60, nan_edge: bool = False) -> No
 
 
 def test_real_hcp_loader_path_prepare_wide_and_split(tmp_path):
-    from fairmiss.config import DatasetSpec
+    from fairmiss.config.experiment import DatasetSpec
 
     _real_format_hcp_files(tmp_path / "raw")
     data = study002.prepare_wide(DatasetSpec(name="hcp"), raw_dir=tmp_path / "raw", processed_dir=tmp_path / "p")
@@ -189,7 +190,7 @@ def test_real_hcp_loader_path_prepare_wide_and_split(tmp_path):
 
 
 def test_prepare_wide_rejects_missing_edge_value(tmp_path):
-    from fairmiss.config import DatasetSpec
+    from fairmiss.config.experiment import DatasetSpec
     from fairmiss.datasets.validate import DataValidationError
 
     _real_format_hcp_files(tmp_path / "raw", nan_edge=True)
@@ -206,7 +207,7 @@ def test_table_has_paper_reference_and_ours_for_every_model():
 
 @pytest.mark.slow
 def test_compas_figure2_ecdf_png_and_gap_reduction(tmp_path, mirror):
-    from fairmiss.config import DatasetSpec
+    from fairmiss.config.experiment import DatasetSpec
     from fairmiss.pipeline import prepare
 
     data = prepare(DatasetSpec(name="compas_002"), raw_dir=mirror, processed_dir=tmp_path / "p", allow_download=False)

@@ -1,7 +1,7 @@
 """Imputer specs (the ``imputers`` entries of a params file) and their discriminated union
-:data:`ImputerSpec`; re-exported by :mod:`fairmiss.config`. The specs live beside their factories in
-:mod:`fairmiss.impute.build` (registered in :data:`~fairmiss.impute.build.IMPUTER_KINDS`); the union lists
-them in the fixed order below.
+:data:`ImputerSpec` (the type of ``ExperimentConfig.imputers`` items, :mod:`fairmiss.config`). The specs
+live beside their factories in :mod:`fairmiss.impute.build` (registered in
+:data:`~fairmiss.impute.build.IMPUTER_KINDS`); the union lists them in the fixed order below.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Learner specs (the ``learners`` entries of a params file), their discriminated union
-:data:`LearnerSpec` and the kind flags :data:`NATIVE_MISSING` / :data:`MI_LEARNERS`; re-exported by
-:mod:`fairmiss.config`.
+:data:`LearnerSpec` (the type of ``ExperimentConfig.learners`` items, :mod:`fairmiss.config`) and the kind
+flags :data:`NATIVE_MISSING` / :data:`MI_LEARNERS`.
 
 Each spec lives beside its factory and estimator and is registered in
 :data:`fairmiss.learners.adapter.LEARNER_KINDS`; the union lists them in the fixed order below (the

@@ -1,5 +1,5 @@
 """Missingness specs (the ``missingness`` entries of a params file) and their discriminated union
-:data:`MissingnessSpec`; re-exported by :mod:`fairmiss.config`.
+:data:`MissingnessSpec` (the type of ``ExperimentConfig.missingness`` items, :mod:`fairmiss.config`).
 
 Every kind is one module of this package that registers its spec, draw, gate and masked columns in
 :data:`MISSINGNESS_KINDS` (:mod:`fairmiss.missingness.kinds`). The built-in kinds are imported first, in the

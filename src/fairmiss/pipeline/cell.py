@@ -12,7 +12,8 @@ import pandas as pd
 from sklearn.pipeline import Pipeline
 
 from fairmiss.datasets.prepare import Processed  # noqa: F401  (annotations)
-from fairmiss.config import Cell, ExperimentConfig, missingness_label
+from fairmiss.config import Cell, ExperimentConfig
+from fairmiss.config.experiment import missingness_label
 from fairmiss.impute.build import make_imputer, wrap_multiple
 from fairmiss.learners.build import make_learner
 from fairmiss.metrics import evaluate, group_confusion_matrices

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from fairmiss.datasets.prepare import Processed  # noqa: F401  (annotations)
-from fairmiss.config import ExperimentConfig, missingness_label
+from fairmiss.config import ExperimentConfig
+from fairmiss.config.experiment import missingness_label
 from fairmiss.datasets.validate import check_groups
 from fairmiss.missingness.mechanisms import MissingnessError, check_mask, inject, mask_summary, masked_columns
 from fairmiss.seeds import derive_seed

@@ -455,7 +455,7 @@ def compas_figure2(df: pd.DataFrame, features: list[str], group: str, label: str
         compas_figure2(data.df, data.features, data.group, data.label, "results/002_table2_compas/figure2_ecdf.png",
                        group_names={0: "non-White", 1: "White"})
     """
-    from fairmiss.config import GroupCovariateSpec, LogisticRegressionSpec, OrthogonalSpec
+    from fairmiss.learners.specs import GroupCovariateSpec, LogisticRegressionSpec, OrthogonalSpec
     from fairmiss.learners.build import make_learner
 
     X = df[features].to_numpy(dtype=float)
