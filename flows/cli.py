@@ -404,7 +404,7 @@ def _cmd_ui(args) -> int:
         print(f"MLFLOW_TRACKING_URI points at an MLflow server: open {configured} in a browser "
               "(its UI is that server's; nothing to start here)")
         return 0
-    from flows.server import running_ui, store_key, ui_state_file
+    from flows.server import _free_port, _port_free, running_ui, store_key, ui_state_file
 
     uri = resolve_uri(None)
     info = running_ui(uri)
@@ -416,13 +416,25 @@ def _cmd_ui(args) -> int:
         for line in _view_lines(info["url"]):
             print(line, flush=True)
         return 0
+    # A port another program holds (another store's UI, say) would answer the health check below for a server
+    # that never started: the URL printed would show that other store. 5000 taken: a free port, said so; a
+    # --port given and taken: one clear error.
+    port = args.port
+    if port is None:
+        port = 5000 if _port_free(5000) else _free_port()
+        if port != 5000:
+            print(f"port 5000 on 127.0.0.1 is in use; the UI takes port {port}", flush=True)
+    elif not _port_free(port):
+        print(f"fairmiss: error: port {port} on 127.0.0.1 is in use (another MLflow UI or program); choose another "
+              "with --port, or leave --port out for a free one", file=sys.stderr)
+        return 2
     # one worker and no background job runners (MLflow's GenAI job queue, not used by the tracking UI): the UI
     # answers in 14-15 s instead of 50-56 s with MLflow's defaults (4 workers, job runners on), measured side by
     # side on a busy 2-core machine; one person browsing one store needs no more. The user's environment wins.
     cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
-           "--port", str(args.port), "--default-artifact-root", "mlruns/artifacts", "--workers", "1"]
+           "--port", str(port), "--default-artifact-root", "mlruns/artifacts", "--workers", "1"]
     env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **os.environ}
-    url = f"http://127.0.0.1:{args.port}"
+    url = f"http://127.0.0.1:{port}"
     print(f"starting the MLflow UI for {store_location(uri)} …", flush=True)
     # its own process group: the server's workers are stopped with it, and a terminal's Ctrl-C reaches us only
     # (the server's own log goes to stderr: stdout carries only these lines)
@@ -451,11 +463,11 @@ def _cmd_ui(args) -> int:
         while True:  # poll until the UI answers (MLflow takes tens of seconds to start)
             if proc.poll() is not None:
                 print(f"fairmiss: error: the MLflow server exited with status {proc.returncode} before {url} "
-                      f"answered (port {args.port} in use? try --port)", file=sys.stderr)
+                      f"answered (port {port} taken meanwhile? try --port)", file=sys.stderr)
                 return 2
             try:
                 with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200:
+                    if r.status == 200 and proc.poll() is None:  # ours answers, not a server that took the port
                         break
             except OSError:
                 pass
@@ -641,7 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="also write the front as a PNG to this path")
     p.set_defaults(fn=_cmd_compare)
     p = sub.add_parser("ui", help="MLflow UI for the local store on 127.0.0.1")
-    p.add_argument("--port", type=_port, default=5000)
+    p.add_argument("--port", type=_port, default=None,
+                   help="the UI's port on 127.0.0.1 (default: 5000, or a free one when 5000 is taken)")
     p.add_argument("--timeout", type=_seconds, default=300.0, help="seconds to wait for the server to answer")
     p.set_defaults(fn=_cmd_ui)
     p = sub.add_parser("server", help="the local Prefect API server reused by every run, and the MLflow UI of "

@@ -90,3 +90,56 @@ def test_ui_ready_before_url_and_stopped_by_signal(tmp_path, sig):
             proc.kill()
             proc.wait(10)
         proc.stdout.close()
+
+
+def _held_port(port: int | None = None) -> socket.socket | None:
+    """A listening socket on ``port`` (a free one when None); None when another program already holds ``port``."""
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port or 0))
+    except OSError:
+        s.close()
+        return None
+    s.listen()
+    return s
+
+
+def test_ui_on_a_port_in_use_is_one_clear_error(tmp_path):
+    """``--port`` naming a port another program listens on: exit 2 and one line, before any server starts (a port
+    held by another store's UI answered the readiness check, and the UI printed showed that other store)."""
+    held = _held_port()
+    port = held.getsockname()[1]
+    try:
+        r = run_cli("ui", "--port", str(port), env={"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+                                                      "FAIRMISS_STATE_DIR": str(tmp_path / "state")})
+    finally:
+        held.close()
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fairmiss: error: ") and f"port {port} " in lines[0], r.stderr
+    assert "starting the MLflow UI" not in r.stdout
+    assert not (tmp_path / "mlflow.db").exists()  # nothing started, nothing created
+
+
+@pytest.mark.slow
+@pytest.mark.server
+def test_ui_takes_a_free_port_when_5000_is_taken(tmp_path):
+    held = _held_port(5000)  # None: another program holds 5000 already, the case itself
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+           "FAIRMISS_STATE_DIR": str(tmp_path / "state")}
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "ui", "--timeout", "240"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout.readline().startswith("port 5000 on 127.0.0.1 is in use; the UI takes port ")
+        assert proc.stdout.readline().startswith("starting the MLflow UI")
+        line = proc.stdout.readline()
+        assert line.startswith("MLflow UI at http://127.0.0.1:") and ":5000" not in line, (line, proc.poll())
+        url = line.split()[3]
+        assert requests.get(url + "/health", timeout=10).status_code == 200
+        assert proc.poll() is None  # it serves this store: the process that answered is its own
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        proc.stdout.close()
+        if held is not None:
+            held.close()
