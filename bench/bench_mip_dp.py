@@ -201,7 +201,7 @@ def render(res) -> str:
               goal("compas", "fnr", 0.3, "exact tree, COMPAS n = 200, depth 3, λ ∈ {0.1, 1}"),
               goal("adult", "fpr", 1.0, "exact tree, Adult batch n = 200, depth 3, λ ∈ {0.1, 1}"),
               goal("hsls_synthetic", "fnr", 10.0, "HSLS-like batch n = 400, 32 thresholds, depth 3"),
-              "| whole 000 COMPAS / Adult Figure 2 study | see `bench/results/fig2_exact.md` (separate run) "
+              "| whole 000 COMPAS / Adult Figure 2 study | see `docs/papers/000/fig2_exact.md` (separate run) "
               "| <= 10 / 15 min |"]
     n_all = len(res["rows"])
     batches = {(r["dataset"], r["batch"]) for r in res["rows"]}  # the equalized-odds batches are COMPAS batches 0..

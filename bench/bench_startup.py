@@ -1,6 +1,6 @@
 """Start-up benchmark (start-up part): wall time of the commands a user feels first.
 
-    .venv/bin/python bench/bench_startup.py [--repeats 3] [--label after] [--out bench/results/startup.md]
+    .venv/bin/python bench/bench_startup.py [--repeats 3] [--label after] [--out FILE.md]
                                             [--only help,validate,uptodate,study_cold,study_server] [--tree DIR]
 
 ``--tree DIR``: run the commands of another copy of the sources (e.g. ``git archive <commit> | tar -x -C DIR``)
