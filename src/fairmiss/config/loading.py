@@ -169,9 +169,60 @@ def _format_errors(path: Path | str, exc: ValidationError) -> str:
     return f"{path}: invalid config ({len(items)} errors):\n" + "\n".join(f"  {it}" for it in items)
 
 
+#: missingness fields keyed by group or label codes, per level of keys (``None``: a column name). The data's own
+#: names are accepted there too (``rates: {income: {north: 0.1, south: 0.4}}``) and stored as the codes, so a
+#: config written with names and the same config written with codes are one config (one hash, the same cells).
+#: A key is a name when it is a string, a code when it is an integer (YAML's ``1:``, not ``"1":``).
+CODED_KEYS = {"mcar_group": {"rates": (None, "group")}, "mcar_block": {"rates_by_group": ("group",)},
+              "label_driven": {"rates_by_label": ("label",), "rates_by_group_label": ("group", "label")}}
+
+
+def _names_to_codes(data: dict, source) -> dict:
+    """``data`` with the group and label names of :data:`CODED_KEYS` fields replaced by their codes (a name
+    that is not one of the dataset's: a :class:`ConfigError` listing them). Left as it is when the dataset
+    part is itself invalid: the full validation then reports that."""
+    miss, ds = data.get("missingness"), data.get("dataset")
+    if not (isinstance(miss, list) and isinstance(ds, dict)
+            and any(isinstance(m, dict) and m.get("kind") in CODED_KEYS for m in miss)):
+        return data
+    try:
+        spec = DatasetSpec.model_validate(ds)
+        check_dataset_spec(spec, source)
+        from fairmiss.datasets import get_variant
+
+        v = get_variant(spec.name)
+    except Exception:  # noqa: BLE001 — the full validation below names what is wrong with the dataset
+        return data
+    known = {"group": v.group_encoding, "label": v.label_encoding}
+
+    def recode(value, levels, where):
+        if not levels or not isinstance(value, dict):
+            return value
+        what, out = levels[0], {}
+        for k, sub in value.items():
+            if what is not None and isinstance(k, str):
+                codes = {str(name): int(code) for code, name in known[what].items()}
+                if k not in codes:
+                    listed = ", ".join(f"{code} = {name}" for code, name in sorted(known[what].items()))
+                    raise ConfigError(f"{source}: {where}: '{k}' is not a {what} of dataset {v.name}; its "
+                                      f"{what}s (code = name; either may be used): {listed}")
+                k = codes[k]
+            out[k] = recode(sub, levels[1:], f"{where}.{k}")
+        return out
+
+    recoded = []
+    for i, m in enumerate(miss):
+        fields = CODED_KEYS.get(m.get("kind")) if isinstance(m, dict) else None
+        if fields:
+            m = {**m, **{f: recode(m[f], levels, f"missingness.{i}.{f}") for f, levels in fields.items() if f in m}}
+        recoded.append(m)
+    return {**data, "missingness": recoded}
+
+
 def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    data = _names_to_codes(data, source)
     try:
         cfg = ExperimentConfig.model_validate(data)
     except ValidationError as exc:
