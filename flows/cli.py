@@ -141,6 +141,10 @@ def _looks_like_file(arg: str) -> bool:
     return Path(arg).suffix.lower() in (".csv", ".parquet") or "://" in arg
 
 
+#: the dataset keys ``ingest`` sets from its flags: its errors name the flag (``--label``), not the key
+_INGEST_FLAG = re.compile(r"\bdataset\.(label|group|positive|drop|categorical)\b")
+
+
 def _starter_config(args) -> str:
     """Check the user's file (every error names file, line and column) and return a starter config's text."""
     from pathlib import Path
@@ -181,9 +185,10 @@ def _starter_config(args) -> str:
         ds["categorical"] = categorical
     try:
         spec = DatasetSpec(**ds)
-    except ValueError as exc:
-        raise ConfigError(f"{f}: {exc}") from None
-    v = ensure_registered(spec)
+        v = ensure_registered(spec)
+    except ValueError as exc:  # ConfigError / DatasetError too: named by the flag typed, not the config key
+        msg = str(exc) if isinstance(exc, ConfigError) or str(exc).startswith(str(Path(f))) else f"{f}: {exc}"
+        raise ConfigError(_INGEST_FLAG.sub(r"--\1", msg)) from None
     stem = Path(f.split("?")[0]).stem
     cfg = {"experiment": re.sub(r"[^A-Za-z0-9_-]+", "_", f"own_{stem}"),
            "description": f"starter config written by `fairmiss ingest {f}`: edit the missingness, imputers and learners",

@@ -233,7 +233,12 @@ def test_ingest_writes_starter_config_atomically_and_refuses_overwrite(tmp_path,
     assert main([*args, "--force"]) == 0
     bad = tmp_path / "bad.yaml"
     assert main(["ingest", str(EXAMPLE / "credit.csv"), "--label", "nope", "--group", "sex", "--out", str(bad)]) == 2
-    assert "nope" in capsys.readouterr().err and not bad.exists()
+    err = capsys.readouterr().err
+    assert "--label: no column 'nope'" in err and "dataset.label" not in err and not bad.exists()  # the flag typed
+    assert main(["ingest", str(EXAMPLE / "credit.csv"), "--label", "default", "--group", "sex", "--positive", "maybe",
+                 "--out", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "--positive: 'maybe' is not a value of column 'default'" in err and not bad.exists()
 
 
 def test_flow_run_any_on_own_data(tmp_path):
