@@ -29,7 +29,8 @@ What is compared, and why it is an exact comparison
   empty leaf of ours is the same partition as not splitting, so the optimum is unaffected.
 
 Batches: real COMPAS (Table 3-like MCAR missingness on priors_count and sex), n = 200, depth 3,
-λ ∈ {0.1, 1}. The slow test covers 50 batches (about 2-4 min on a shared 2-core machine).
+λ ∈ {0.1, 1}. The slow test covers 20 batches (80 STreeD solves, 40 DP optima; about 1-3 min on a shared 2-core
+machine). It covered 50 batches, ~8 min of the CI run under load; the two solvers agreed on all 50 in every run.
 """
 
 from __future__ import annotations
@@ -102,9 +103,9 @@ def test_pystreed_agrees_with_the_dp_on_compas_batches():
 
 
 @pytest.mark.slow
-def test_pystreed_agrees_with_the_dp_on_50_compas_batches():
-    results = [r for batch, eps in _compas_batches(50) for r in _check_batch(batch, eps)]
-    assert len(results) == 50 * len(LAMBDAS)
+def test_pystreed_agrees_with_the_dp_on_20_compas_batches():
+    results = [r for batch, eps in _compas_batches(20) for r in _check_batch(batch, eps)]
+    assert len(results) == 20 * len(LAMBDAS)
     # not a vacuous check: the fairness term binds (λ = 1 trades errors for a smaller gap on some batches)
     by_lam = {lam: np.array([(e, g) for ll, e, g in results if ll == lam]) for lam in LAMBDAS}
     assert (by_lam[1.0][:, 1] <= by_lam[0.1][:, 1] + 1e-12).all()

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("variants_forgotten")
 #: here runs with its defaults
 QUICK = {
     "group_covariate": {},
-    "equality_constrained": {"n_estimators": 10, "max_depth": 4},
+    "equality_constrained": {"n_estimators": 3, "max_depth": 3},
     "exponentiated_gradient": {"constraint": "fnr", "eps": 0.01, "max_depth": 2, "max_iter": 30},
     "threshold_optimizer": {"constraint": "equalized_odds", "max_depth": 2},
     "orthogonal": {"n_components": 2, "head": "logistic"},

@@ -101,9 +101,11 @@ def _run(tmp_path, name, cells_per_task, runner="thread"):
 
 def test_batched_flow_same_metrics_runs_and_failures_as_one_cell_per_task(tmp_path):
     """12 cells (3 splits x 2 imputers x 2 learners), one learner failing in every cell: batches of 5 (each mixing
-    good and failing cells), guided batches and one cell per task give byte-identical metrics, one FINISHED or
-    FAILED child run per cell and the same failed cells."""
+    good and failing cells), guided batches, batches of 3 on the process runner (each batch's list comes back
+    pickled) and one cell per task give byte-identical metrics, one FINISHED or FAILED child run per cell and the
+    same failed cells."""
     outs = {k: _run(tmp_path, f"cpt_{k}", k) for k in (1, 5, "auto")}
+    outs["3-process"] = _run(tmp_path, "proc3", 3, runner="process")
     ref_out, ref_metrics, ref_runs = outs[1]
     assert len(ref_out["failed"]) == 6 and all("bad_lr" in k for k in ref_out["failed"])
     assert json.loads(ref_metrics)["n_cells"] == 12
@@ -114,15 +116,6 @@ def test_batched_flow_same_metrics_runs_and_failures_as_one_cell_per_task(tmp_pa
         children = [r for r in runs if r[0] != "compas_small"]
         assert len(children) == 12 and sum(s == "FAILED" for _, s in children) == 6, (k, runs)
         assert not [r for r in runs if r[1] == "RUNNING"]
-
-
-def test_batches_on_the_process_runner_return_their_results(tmp_path):
-    """An integer cells_per_task with the process runner: each batch's list comes back pickled, same metrics."""
-    _, ref_metrics, _ = _run(tmp_path, "thread1", 1)
-    _, metrics, runs = _run(tmp_path, "proc3", 3, runner="process")
-    assert metrics == ref_metrics
-    assert len([r for r in runs if r[0] != "compas_small"]) == 12
-
 
 
 def test_finished_cell_keys_reads_what_the_tracker_finds(tmp_path):
