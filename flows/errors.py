@@ -80,13 +80,23 @@ _FS_PROBLEM = {errno.EACCES: "permission denied", errno.EPERM: "operation not pe
 VERBOSE = bool(os.environ.get("FAIRMISS_VERBOSE"))  # fairmiss -v (flows.cli.main)
 
 
+def _one_line(text: str) -> str:
+    """A multi-line message as one line: lines joined by "; ", except after a line that ends with ":" (a
+    heading such as ``invalid config (2 errors):``), which is followed by a space."""
+    out = ""
+    for ln in (ln.strip() for ln in text.splitlines()):
+        if ln:
+            out += ln if not out else (" " if out.endswith(":") else "; ") + ln
+    return out
+
+
 def user_error_message(exc: BaseException) -> tuple[str, int] | None:
     """``(message, exit status)`` for an error the user can fix (config, data, paths, failed cells), else
     ``None`` (a bug: shown with its traceback)."""
     if isinstance(exc, CellsFailedError):
         return str(exc), exc.exit_code
     if isinstance(exc, USER_ERRORS):
-        return "; ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip()) or type(exc).__name__, 2
+        return _one_line(str(exc)) or type(exc).__name__, 2
     if isinstance(exc, OSError) and exc.errno in _FS_ERRNOS and exc.filename is not None:
         where = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
         return f"{where}: {_FS_PROBLEM[exc.errno]} ({type(exc).__name__})", 2

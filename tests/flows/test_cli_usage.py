@@ -43,3 +43,16 @@ def test_ingest_of_an_unreadable_file_is_one_line(tmp_path, capsys, name, conten
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith(f"fairmiss: error: {f}") and needle in err[0], err
     assert not (tmp_path / "c.yaml").exists()
+
+
+def test_a_config_with_two_errors_is_one_line_listing_both(tmp_path, capsys):
+    """Several config errors are one line: the heading, then each error naming its key, joined by "; "; a
+    missing key is named without echoing the whole mapping it is missing from."""
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text("experiment: two\ndataset: {name: compas_000}\nseed: many\nsplitt: {n_splits: 2}\n")
+    code = main(["validate", str(cfg)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"fairmiss: error: {cfg}: invalid config (4 errors): seed: "), err
+    assert ":;" not in err[0] and "unknown key 'splitt'" in err[0], err
+    assert "; imputers: missing (a required key); learners: missing (a required key);" in err[0], err

@@ -159,6 +159,8 @@ def _format_errors(path: Path | str, exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in err["loc"])
         if err["type"] == "extra_forbidden":
             items.append(f"unknown key '{loc}'")
+        elif err["type"] == "missing":  # the input pydantic echoes is the enclosing mapping: not worth a line
+            items.append(f"{loc or '<root>'}: missing (a required key)")
         else:
             msg = " ".join(str(err["msg"]).split())
             got = " ".join(repr(err.get("input")).split())
