@@ -26,6 +26,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 # Imports stay light: `fairmiss --help`, `datasets` and `validate` import neither Prefect, MLflow nor the
 # error module's dataset stack until a command needs them (tests/flows/test_startup.py).
@@ -108,7 +109,24 @@ def _cmd_report(args) -> int:
     return run_guarded(go)
 
 
+#: the default experiment: ``params/compas_default.yaml`` of the working directory (a checkout, where DVC's stage
+#: reads it too), else the same file shipped inside the package, so ``fairmiss run`` works in any directory
+#: (raw data from the mirror or the official URLs, outputs under the directory). A test keeps the two byte-equal.
+DEFAULT_RUN_CONFIG = "params/compas_default.yaml"
+
+
+def default_config() -> str:
+    if Path(DEFAULT_RUN_CONFIG).is_file():
+        return DEFAULT_RUN_CONFIG
+    from importlib.resources import files
+
+    return str(files("fairmiss") / "defaults" / "compas_default.yaml")
+
+
 def _cmd_run(args) -> int:
+    if args.config is None:
+        args.config = default_config()
+
     def report(out: dict) -> None:
         if out.get("up_to_date"):
             print("up to date: same config, raw data and code as the finished run below; nothing was run "
@@ -597,7 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"fairmiss {_version()}")
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run an experiment config through the Prefect flow")
-    p.add_argument("config", nargs="?", default="params/compas_default.yaml")
+    p.add_argument("config", nargs="?", default=None,
+                   help="an experiment config (default: params/compas_default.yaml here, else the built-in copy)")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
     p.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides (small version)")

@@ -173,6 +173,8 @@ class PythonSession:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
         self.log.close()
 
 
