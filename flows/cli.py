@@ -583,7 +583,8 @@ def _cmd_compare(args) -> int:
 def _cmd_server(args) -> int:
     from flows.server import main_cli
 
-    return main_cli(args.action, port=args.port, timeout=args.timeout, ui_port=args.ui_port, mlflow=not args.no_mlflow)
+    return main_cli(args.action, port=args.port, timeout=args.timeout, ui_port=args.ui_port, mlflow=not args.no_mlflow,
+                    force=args.force)
 
 
 def _version() -> str:
@@ -689,6 +690,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-mlflow", action="store_true", help="start: the Prefect server only, no MLflow UI")
     p.add_argument("--port", type=_port, default=None, help="start: this port (default 4200 when free, else a free one)")
     p.add_argument("--timeout", type=_seconds, default=120.0, help="start: seconds to wait for the server to answer")
+    p.add_argument("--force", action="store_true", help="stop: even while flow runs are RUNNING on the server")
     p.set_defaults(fn=_cmd_server)
     return ap
 

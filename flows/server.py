@@ -238,6 +238,22 @@ def _terminate(pid: int, proc=None, wait: float = 20.0) -> None:
             time.sleep(0.1)
 
 
+def running_flow_runs(st: ServerState, timeout: float = 5.0) -> list[str] | None:
+    """``name (state)`` of the flow runs the server holds as RUNNING or PENDING (at most 20), through its REST API
+    (no Prefect import); ``None`` if the server does not answer."""
+    import urllib.request
+
+    body = json.dumps({"flow_runs": {"state": {"type": {"any_": ["RUNNING", "PENDING"]}}}, "limit": 20}).encode()
+    req = urllib.request.Request(st.api_url + "/flow_runs/filter", data=body,
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            runs = json.loads(resp.read())
+    except (OSError, ValueError):
+        return None
+    return [f"{r.get('name')} ({(r.get('state') or {}).get('type', '?').lower()})" for r in runs]
+
+
 def stop() -> ServerState | None:
     """Stop the server of this project (its whole process group); the state it had, or ``None``."""
     with _lock():
@@ -282,7 +298,7 @@ def use_local_server() -> str | None:
 
 
 def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0, ui_port: int | None = None,
-             mlflow: bool = True) -> int:
+             mlflow: bool = True, force: bool = False) -> int:
     """``fairmiss server start|stop|status``: exit 0 (status: 1 when the server's process runs but does not
     answer), or 2 with the reason on stderr."""
     if action == "start":
@@ -314,6 +330,17 @@ def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0, ui
                 print(f"  log        {ui.log}")
         return 0
     if action == "stop":
+        # a flow that loses its server mid-run cannot record its states: it goes on computing, then retries the
+        # lost API for minutes when it ends (Prefect's client retries, its event worker draining at exit)
+        _, cur = status()
+        busy = running_flow_runs(cur) if cur is not None and not force else None
+        if busy:
+            print(f"fairmiss: error: the Prefect server at {cur.url} holds {len(busy)} running flow run(s): "
+                  f"{', '.join(busy[:5])}{' ...' if len(busy) > 5 else ''}; stopping it now leaves them without "
+                  "their server (they would hang for minutes when they end): wait for them, or "
+                  "`fairmiss server stop --force` (also for a run whose process was killed, which stays RUNNING)",
+                  file=sys.stderr)
+            return 2
         st = stop()
         print(f"Prefect server stopped (pid {st.pid}, {st.url})" if st else "Prefect server: not running")
         for info in stop_uis():

@@ -211,7 +211,7 @@ def pytest_sessionfinish(session, exitstatus):
         proc.wait(timeout=180)
     if proc.stdout is not None:
         proc.stdout.close()
-    subprocess.run([sys.executable, "-m", "flows.cli", "server", "stop"], cwd=ROOT, env=_SESSION_SERVER["env"],
+    subprocess.run([sys.executable, "-m", "flows.cli", "server", "stop", "--force"], cwd=ROOT, env=_SESSION_SERVER["env"],
                    capture_output=True, timeout=120)
     if os.environ.get("PREFECT_API_URL") == _SESSION_SERVER.get("api_url"):
         os.environ.pop("PREFECT_API_URL", None)

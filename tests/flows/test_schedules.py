@@ -99,5 +99,5 @@ def test_interval_schedule_fires_on_the_local_server(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-        r = run_cli("server", "stop", env={k: env[k] for k in ("FAIRMISS_STATE_DIR", "PREFECT_HOME")})
+        r = run_cli("server", "stop", "--force", env={k: env[k] for k in ("FAIRMISS_STATE_DIR", "PREFECT_HOME")})
         assert r.returncode == 0, r.stderr

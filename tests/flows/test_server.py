@@ -43,7 +43,7 @@ def started(tmp_path_factory):
         state["ui_port"] = ui_port
         yield tmp, env, state
     finally:
-        _cli("server", "stop", env=env)
+        _cli("server", "stop", "--force", env=env)
 
 
 def test_start_status_and_reuse(started):
@@ -142,6 +142,12 @@ def test_stale_state_is_cleaned_and_stop_ends_the_group(tmp_path):
     assert r.returncode == 0 and "not running" in r.stdout
 
 
+def _post(url: str, body: dict) -> dict:
+    r = requests.post(url, json=body, timeout=30)
+    r.raise_for_status()
+    return r.json()
+
+
 def test_stop_terminates_the_server(tmp_path):
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), server.ENV_STATE_DIR: str(tmp_path / "state"),
            "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
@@ -152,8 +158,18 @@ def test_stop_terminates_the_server(tmp_path):
         pid = json.loads((tmp_path / "state" / "server.json").read_text())["pid"]
         [ui_state] = (tmp_path / "state").glob("ui-*.json")
         ui_pid = json.loads(ui_state.read_text())["pid"]
+        # a flow run RUNNING on the server: stop refuses (the run would lose its server), naming the run
+        api = json.loads((tmp_path / "state" / "server.json").read_text())["api_url"]
+        flow = _post(f"{api}/flows/", {"name": "busy"})
+        _post(f"{api}/flow_runs/", {"flow_id": flow["id"], "name": "busy-run",
+                                    "state": {"type": "RUNNING", "name": "Running"}})
+        r1 = _cli("server", "stop", env=env)
+        assert r1.returncode == 2 and r1.stdout == "", (r1.stdout, r1.stderr)
+        [line] = r1.stderr.strip().splitlines()
+        assert line.startswith("fairmiss: error: ") and "busy-run (running)" in line and "--force" in line, line
+        os.killpg(pid, 0)  # still up
     finally:
-        r2 = _cli("server", "stop", env=env)
+        r2 = _cli("server", "stop", "--force", env=env)
     assert r2.returncode == 0 and f"Prefect server stopped (pid {pid}" in r2.stdout, r2.stdout
     assert f"MLflow UI stopped (pid {ui_pid}" in r2.stdout, r2.stdout
     for group in (pid, ui_pid):

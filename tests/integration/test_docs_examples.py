@@ -242,7 +242,7 @@ def run_page(page: str, tmp_path: Path, text: str | None = None) -> Outcome:
         if session is not None:
             session.close()
         # the page's local Prefect server, if a command started one (no-op otherwise)
-        subprocess.run([sys.executable, "-m", "flows.cli", "server", "stop"], cwd=proj,
+        subprocess.run([sys.executable, "-m", "flows.cli", "server", "stop", "--force"], cwd=proj,
                        env=env, capture_output=True, text=True, timeout=120)
     return res
 
