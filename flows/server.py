@@ -238,12 +238,18 @@ def _terminate(pid: int, proc=None, wait: float = 20.0) -> None:
             time.sleep(0.1)
 
 
-def running_flow_runs(st: ServerState, timeout: float = 5.0) -> list[str] | None:
+def running_flow_runs(st: ServerState, since: float | None = None, timeout: float = 5.0) -> list[str] | None:
     """``name (state)`` of the flow runs the server holds as RUNNING or PENDING (at most 20), through its REST API
-    (no Prefect import); ``None`` if the server does not answer."""
+    (no Prefect import); ``None`` if the server does not answer. ``since`` (a POSIX time): only runs that started
+    after it, i.e. while this server was up. A run started before lost its server at that restart already, and a
+    run killed by SIGKILL stays RUNNING in Prefect's database for ever: such runs do not block a stop."""
+    import datetime as dt
     import urllib.request
 
-    body = json.dumps({"flow_runs": {"state": {"type": {"any_": ["RUNNING", "PENDING"]}}}, "limit": 20}).encode()
+    flt: dict = {"state": {"type": {"any_": ["RUNNING", "PENDING"]}}}
+    if since is not None:
+        flt["expected_start_time"] = {"after_": dt.datetime.fromtimestamp(since, dt.timezone.utc).isoformat()}
+    body = json.dumps({"flow_runs": flt, "limit": 20}).encode()
     req = urllib.request.Request(st.api_url + "/flow_runs/filter", data=body,
                                  headers={"Content-Type": "application/json"}, method="POST")
     try:
@@ -333,12 +339,15 @@ def main_cli(action: str, *, port: int | None = None, timeout: float = 120.0, ui
         # a flow that loses its server mid-run cannot record its states: it goes on computing, then retries the
         # lost API for minutes when it ends (Prefect's client retries, its event worker draining at exit)
         _, cur = status()
-        busy = running_flow_runs(cur) if cur is not None and not force else None
+        busy = None
+        if cur is not None and not force:
+            with contextlib.suppress(OSError):  # the state file is written when the server has started
+                busy = running_flow_runs(cur, since=state_file().stat().st_mtime)
         if busy:
             print(f"fairmiss: error: the Prefect server at {cur.url} holds {len(busy)} running flow run(s): "
                   f"{', '.join(busy[:5])}{' ...' if len(busy) > 5 else ''}; stopping it now leaves them without "
                   "their server (they would hang for minutes when they end): wait for them, or "
-                  "`fairmiss server stop --force` (also for a run whose process was killed, which stays RUNNING)",
+                  "`fairmiss server stop --force` (also for a run whose process was killed: it stays RUNNING)",
                   file=sys.stderr)
             return 2
         st = stop()

@@ -184,6 +184,11 @@ def test_stop_terminates_the_server(tmp_path):
             pytest.fail(f"process group {group} still alive after stop")
     assert not (tmp_path / "state" / "server.json").exists() and not ui_state.exists()
     assert "not running" in _cli("server", "status", env=env).stdout
+    # the same database, a new server: busy-run stays RUNNING for ever (its "process" never ends it), but it
+    # started before this server did, so it does not block the stop
+    r3 = _cli("server", "start", "--port", str(free_port()), "--no-mlflow", env=env)
+    r4 = _cli("server", "stop", env=env)
+    assert r3.returncode == 0 and r4.returncode == 0 and "Prefect server stopped" in r4.stdout, (r3.stderr, r4.stderr)
 
 
 def test_ephemeral_mode_and_own_api_url_are_left_alone(monkeypatch, tmp_path):
