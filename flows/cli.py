@@ -112,7 +112,7 @@ def _cmd_report(args) -> int:
 #: the default experiment: ``params/compas_default.yaml`` of the working directory (a checkout, where DVC's stage
 #: reads it too), else the same file shipped inside the package, so ``fairmiss run`` works in any directory
 #: (raw data from the mirror or the official URLs, outputs under the directory). A test keeps the two byte-equal.
-DEFAULT_RUN_CONFIG = "params/compas_default.yaml"
+DEFAULT_RUN_CONFIG = "params/compas_default.yaml"  # fairmiss.config.DEFAULT_CONFIG without importing it (a test checks)
 
 
 def default_config() -> str:

@@ -18,8 +18,9 @@ def test_the_shipped_default_is_the_checkout_s_default():
 
 
 def test_outside_a_checkout_the_shipped_default_is_run(tmp_path, monkeypatch):
-    from fairmiss.config import load_config
+    from fairmiss.config import DEFAULT_CONFIG, load_config
 
+    assert DEFAULT_RUN_CONFIG == str(DEFAULT_CONFIG)  # the command line's light-import copy of the library's name
     monkeypatch.chdir(ROOT)
     assert default_config() == DEFAULT_RUN_CONFIG
     here = load_config(default_config())
