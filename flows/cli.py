@@ -716,7 +716,15 @@ def main(argv: list[str] | None = None) -> int:
     from fairmiss._registry import PluginError
 
     try:
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()  # here, not at interpreter exit, so that a closed pipe is caught below
+        return code
+    except BrokenPipeError:
+        # the reader went away (`fairmiss datasets | head -1`): stop quietly, as a C tool killed by SIGPIPE
+        # would (exit 141 = 128 + SIGPIPE); stdout now points at /dev/null so that the exit flush cannot fail
+        # again (the idiom of Python's signal documentation)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except PluginError as exc:  # an installed plugin that cannot be imported: the user's environment, not a bug
         print(f"fairmiss: error: {' '.join(str(exc).split())} (fix or uninstall that distribution)", file=sys.stderr)
         return 2

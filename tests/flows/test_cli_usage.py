@@ -56,3 +56,21 @@ def test_a_config_with_two_errors_is_one_line_listing_both(tmp_path, capsys):
     assert err[0].startswith(f"fairmiss: error: {cfg}: invalid config (4 errors): seed: "), err
     assert ":;" not in err[0] and "unknown key 'splitt'" in err[0], err
     assert "; imputers: missing (a required key); learners: missing (a required key);" in err[0], err
+
+
+def test_output_into_a_closed_pipe_ends_quietly():
+    """`fairmiss datasets | head -1`: the reader leaves before the listing is written. The command ends with
+    exit 141 (128 + SIGPIPE, as a C tool killed by SIGPIPE) and prints nothing on stderr, instead of a
+    BrokenPipeError traceback (seen before the fix)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    p = subprocess.Popen([sys.executable, "-m", "flows.cli", "datasets"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdout.close()  # before the command has started: its first write meets a closed pipe
+    with p.stderr:
+        err = p.stderr.read()
+    p.wait(60)
+    assert (p.returncode, err) == (141, "")
