@@ -117,6 +117,13 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
 
     models = client.search_logged_models([exp_id])
     assert len(models) == 4
+    # each model carries its cell's params and metrics (MLflow's model view), linked once, at the cell's step
+    for m in models:
+        run = client.get_run(m.source_run_id)
+        assert m.params["learner.max_depth"] == "3" and m.params == run.data.params
+        assert {x.key: x.value for x in m.metrics} == run.data.metrics
+        assert {x.model_id for x in m.metrics} == {m.model_id} and {x.step for x in m.metrics} == {0}
+        assert len(m.metrics) == len(run.data.metrics)
     # the flow's process leaves MLflow's global tracking URI alone (its store is opened in the writer process)
     old_uri = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(out["tracking_uri"])

@@ -51,6 +51,15 @@ def _clean(v):
     return v
 
 
+def _metric_entities(metrics: dict, step: int, model_id: str | None) -> list:
+    """MLflow metric entities for the finite values of ``metrics``, sorted by name, at a fixed timestamp (the
+    store's content does not depend on wall time)."""
+    from mlflow.entities import Metric
+
+    return [Metric(_metric_name(k), float(v) + 0.0, 0, step, model_id=model_id) for k, v in sorted(metrics.items())
+            if v is not None and np.isfinite(float(v))]
+
+
 class Tracker:
     """Thin wrapper over :class:`MlflowClient` with explicit run ids (no thread-local state)."""
 
@@ -161,30 +170,27 @@ class Tracker:
             self.client.log_batch(run_id, params=items[i : i + 100])
 
     @_guard_store
-    def log_metrics(self, run_id: str, metrics: dict, step: int = 0) -> None:
-        from mlflow.entities import Metric
-
-        ts = 0  # fixed timestamp: the store's content does not depend on wall time
-        items = [Metric(_metric_name(k), float(v) + 0.0, ts, step) for k, v in sorted(metrics.items())
-                 if v is not None and np.isfinite(float(v))]
+    def log_metrics(self, run_id: str, metrics: dict, step: int = 0, model_id: str | None = None) -> None:
+        items = _metric_entities(metrics, step, model_id)
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i : i + 500])
 
     @_guard_store
-    def _log_batch(self, run_id: str, *, params: dict, metrics: dict, tags: dict) -> None:
+    def _log_batch(self, run_id: str, *, params: dict, metrics: dict, tags: dict,
+                   model_id: str | None = None) -> None:
         """Params, metrics and tags of one run in as few store transactions as MLflow's limits allow
-        (one for a typical cell: ≤ 100 params, ≤ 100 tags, ≤ 1000 entities)."""
-        from mlflow.entities import Metric, Param, RunTag
+        (one for a typical cell: ≤ 100 params, ≤ 100 tags, ≤ 1000 entities); ``model_id``: the metrics are
+        the logged model's (MLflow's model view lists them)."""
+        from mlflow.entities import Param, RunTag
 
         ps = [Param(_metric_name(k), str(v)[:6000]) for k, v in sorted(params.items())]
-        ms = [Metric(_metric_name(k), float(v) + 0.0, 0, 0) for k, v in sorted(metrics.items())
-              if v is not None and np.isfinite(float(v))]
+        ms = _metric_entities(metrics, 0, model_id)
         ts = [RunTag(k, str(v)) for k, v in tags.items()]
         if len(ps) <= 100 and len(ts) <= 100 and len(ps) + len(ts) + len(ms) <= 1000:
             self.client.log_batch(run_id, metrics=ms, params=ps, tags=ts)
             return
         self.log_params(run_id, params)
-        self.log_metrics(run_id, metrics)
+        self.log_metrics(run_id, metrics, model_id=model_id)
         self.set_tags(run_id, tags)
 
     @_guard_store
@@ -250,8 +256,8 @@ class Tracker:
             self.client.log_artifact(run_id, str(p), artifact_path)
 
     @_guard_store
-    def log_model(self, run_id: str, model, X_example, name: str = "model") -> None:
-        """Log a fitted scikit-learn compatible model with an input/output signature."""
+    def log_model(self, run_id: str, model, X_example, name: str = "model") -> str:
+        """Log a fitted scikit-learn compatible model with an input/output signature; its MLflow model id."""
         from mlflow.models import infer_signature
 
         X_example = np.asarray(X_example, dtype=float)[:20]
@@ -262,9 +268,10 @@ class Tracker:
         signature = infer_signature(X_example, pred) if pred is not None else infer_signature(X_example)
         with mlflow.start_run(run_id=run_id, nested=True):
             # Explicit requirements: MLflow's inference loads the model in a subprocess (~12 s a model).
-            mlflow.sklearn.log_model(model, name=name, signature=signature,
-                                     input_example=X_example[:3] if pred is not None else None,
-                                     serialization_format="cloudpickle", pip_requirements=_requirements())
+            info = mlflow.sklearn.log_model(model, name=name, signature=signature,
+                                            input_example=X_example[:3] if pred is not None else None,
+                                            serialization_format="cloudpickle", pip_requirements=_requirements())
+        return info.model_id
 
     def log_cell(self, parent_id: str, result, *, tags: dict, log_model: bool, X_example=None,
                  run_name: str | None = None, group_names: dict | None = None) -> str:
@@ -279,9 +286,13 @@ class Tracker:
         try:
             # the groups' names in metric keys (fnr_Black), their codes in a tag (fairmiss.tracking.groups)
             metrics, slugs = named_metrics({**result.metrics, **result.timings}, group_names)
-            self._log_batch(run_id, params=result.params, metrics=metrics,
-                            tags={**{f"seed.{k}": v for k, v in result.seeds.items()},
-                                  GROUP_TAG: json.dumps(slugs, sort_keys=True)})
+            run_tags = {**{f"seed.{k}": v for k, v in result.seeds.items()}, GROUP_TAG: json.dumps(slugs, sort_keys=True)}
+            with_model = result.status == "ok" and log_model and result.model is not None and X_example is not None
+            # With a model, its metrics are logged after it, carrying its id: logged before, MLflow's log_model
+            # read each metric's history back and logged every metric a second time for the model (~100 reads
+            # and a second copy per cell: 13 of the default run's 75 s of logging, cProfile). The params go first:
+            # MLflow copies them into the model it creates.
+            self._log_batch(run_id, params=result.params, metrics={} if with_model else metrics, tags=run_tags)
             files = {}
             if result.confusion:
                 labelled = labelled_confusion(result.confusion, group_names)
@@ -296,13 +307,16 @@ class Tracker:
                 # e.g. imputation_diagnostics.csv: per feature x group imputation error, Disc, Theorem 1
                 files[f"diagnostics/{fname}"] = table.to_csv(index=False, float_format="%.10g")
             self.log_files(run_id, files)
-            if result.status == "ok" and log_model and result.model is not None and X_example is not None:
+            if with_model:
                 try:
-                    self.log_model(run_id, result.model, X_example)
-                    self.set_tags(run_id, {"model.logged": "true"})
+                    model_id = self.log_model(run_id, result.model, X_example)
                 except Exception as exc:  # the cell's metrics stand; say why the model is absent
                     logger.warning("cell %s: model not logged: %s", result.key, exc)
-                    self.set_tags(run_id, {"model.logged": "false", "model.error": str(exc)[:500]})
+                    self._log_batch(run_id, params={}, metrics=metrics,
+                                    tags={"model.logged": "false", "model.error": str(exc)[:500]})
+                else:
+                    self._log_batch(run_id, params={}, metrics=metrics, tags={"model.logged": "true"},
+                                    model_id=model_id)
         except BaseException as exc:
             self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
             raise
