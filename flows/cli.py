@@ -695,8 +695,24 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _crash_stacks() -> None:
+    """A command that dies of a fatal signal (SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE: a crash inside a compiled
+    solver or library) prints every thread's Python stack on stderr instead of ending without a word: Python's
+    faulthandler, turned on unless something already did (pytest does) or stderr is not a file (``main()``
+    called where stderr is an object in memory)."""
+    import faulthandler
+
+    if faulthandler.is_enabled():
+        return
+    try:
+        faulthandler.enable()
+    except (AttributeError, ValueError, OSError):  # no file descriptor behind sys.stderr
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _crash_stacks()
     # flows.errors reads FAIRMISS_VERBOSE when imported (it imports the config and dataset stack, which an
     # up-to-date run never needs); a module imported before is told directly
     before = os.environ.get("FAIRMISS_VERBOSE")

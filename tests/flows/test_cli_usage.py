@@ -74,3 +74,18 @@ def test_output_into_a_closed_pipe_ends_quietly():
         err = p.stderr.read()
     p.wait(60)
     assert (p.returncode, err) == (141, "")
+
+
+def test_a_command_dying_of_a_fatal_signal_prints_its_stack():
+    """A crash inside compiled code (here: abort() where the `datasets` command would run) is not a silent
+    death: the command prints Python's fatal-error report with the stack of every thread (faulthandler; without
+    it stderr stayed empty, as once seen in CI after a SIGTERM)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = "import os, flows.cli as c; c._cmd_datasets = lambda args: os.abort(); c.main(['datasets'])"
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == -6, (p.returncode, p.stderr[-2000:])
+    assert "Fatal Python error: Aborted" in p.stderr and 'in main' in p.stderr, p.stderr[-2000:]
