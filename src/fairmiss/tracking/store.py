@@ -9,6 +9,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -165,6 +166,15 @@ def git_commit() -> str:
 def _metric_name(k: str) -> str:
     """MLflow allows alphanumerics and ``_ - . space : /`` in metric and param names: ``+`` becomes ``__``."""
     return re.sub(r"[^A-Za-z0-9_\-. :/]", "_", k.replace("+", "__"))
+
+
+def _metric_entities(metrics: dict, step: int, model_id: str | None) -> list:
+    """MLflow metric entities for the finite values of ``metrics``, sorted by name, at a fixed timestamp (the
+    store's content does not depend on wall time)."""
+    from mlflow.entities import Metric
+
+    return [Metric(_metric_name(k), float(v) + 0.0, 0, step, model_id=model_id) for k, v in sorted(metrics.items())
+            if v is not None and math.isfinite(float(v))]
 
 
 @functools.lru_cache(maxsize=1)
