@@ -79,7 +79,7 @@ def test_output_into_a_closed_pipe_ends_quietly():
 def test_a_command_dying_of_a_fatal_signal_prints_its_stack():
     """A crash inside compiled code (here: abort() where the `datasets` command would run) is not a silent
     death: the command prints Python's fatal-error report with the stack of every thread (faulthandler; without
-    it stderr stayed empty, as once seen in CI after a SIGTERM)."""
+    it stderr stays empty)."""
     import subprocess
     import sys
 

@@ -25,8 +25,8 @@ def _flow(cfg, tmp, tag, *, temporary_server=False, ctrl_c=False):
     run in a terminal's foreground has it. A test session started from a shell's background job (``.ci/run …
     &``, ``nohup``) inherits SIGINT ignored, and a Python process started with SIGINT ignored keeps ignoring it:
     the command would then run to its end after "Ctrl-C" and exit 0."""
-    # PYTHONFAULTHANDLER: a flow that dies of a signal (once in CI: SIGABRT after SIGTERM, with nothing on stderr)
-    # prints every thread's Python stack on its stderr, which the failing assertion shows
+    # PYTHONFAULTHANDLER: a flow that dies of a fatal signal (SIGABRT, SIGSEGV) prints every thread's Python stack on
+    # its stderr, which the failing assertion shows (without it such a death leaves stderr empty)
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
     if temporary_server:  # Prefect's temporary server, not the test session's server
         env.pop("PREFECT_API_URL", None)
