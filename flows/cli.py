@@ -51,11 +51,11 @@ class ConsoleFormatter(logging.Formatter):
         return super().format(record)
 
 
-def run_guarded(fn) -> int:
+def run_guarded(fn, flow: bool = True) -> int:
     """:func:`flows.errors.run_guarded`, imported when a command runs."""
     from flows.errors import run_guarded as guarded
 
-    return guarded(fn)
+    return guarded(fn, flow=flow)
 
 
 def _study_path(name: str):
@@ -106,7 +106,7 @@ def _cmd_report(args) -> int:
                             log_to_mlflow=not args.no_mlflow)
         print(f"report: {path}")
 
-    return run_guarded(go)
+    return run_guarded(go, flow=False)
 
 
 #: the default experiment: ``params/compas_default.yaml`` of the working directory (a checkout, where DVC's stage
@@ -235,7 +235,7 @@ def _cmd_ingest_file(args) -> int:
             raise ConfigError(f"{out}: exists; not overwritten (use --force, or --out another file)")
         atomic_write_text(out, text)
         print(f"ok  {args.dataset} checked; wrote {out}")
-    return run_guarded(go)
+    return run_guarded(go, flow=False)
 
 
 def _cmd_ingest(args) -> int:
@@ -264,7 +264,7 @@ def _cmd_ingest(args) -> int:
                     continue
                 path = fetch(rf, args.raw_dir)
                 print(f"ok  {path}  sha256 {rf.sha256[:12]}…")
-    return run_guarded(go)
+    return run_guarded(go, flow=False)
 
 
 def _cmd_datasets(args) -> int:
@@ -561,12 +561,11 @@ def _cmd_compare(args) -> int:
         from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
         from fairmiss.tracking import read_cell_runs, store_location
 
-        metric = args.metric
-        if metric is None:  # the experiment's own fairness metric (a parent param), else the default
-            _, info = read_cell_runs(args.tracking_uri, args.experiment, parent_run_id=args.run)
-            metric = info["params"].get("fairness_metric", "fnr_difference")
+        # the metric asked for, else the experiment's own fairness metric (a parent param), else the default
         rows, info = read_cell_runs(args.tracking_uri, args.experiment, parent_run_id=args.run,
-                                    metrics=("accuracy", metric))
+                                    metrics=lambda params: ("accuracy", args.metric or params.get(
+                                        "fairness_metric", "fnr_difference")))
+        metric = args.metric or info["params"].get("fairness_metric", "fnr_difference")
         if not rows:
             raise ConfigError(f"MLflow store {store_location(info['uri'])}: run {info['run_id']} of experiment "
                               f"'{args.experiment}' has no finished cells")
@@ -577,7 +576,7 @@ def _cmd_compare(args) -> int:
         print(format_front(front, metric))
         if args.plot:
             print(f"plot: {plot_front(front, args.plot, metric, title=args.experiment)}")
-    return run_guarded(go)
+    return run_guarded(go, flow=False)
 
 
 def _cmd_server(args) -> int:
@@ -729,6 +728,9 @@ def main(argv: list[str] | None = None) -> int:
     # kept off the console otherwise (flows.errors._QuietFlowErrors)
     logging.captureWarnings(True)
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    # MLflow draws a progress bar on stderr for every artifact it downloads (`compare` reads the run's cell
+    # table): noise between a command's lines
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     from fairmiss._registry import PluginError
 
     try:

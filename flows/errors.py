@@ -14,7 +14,7 @@ import time
 import traceback
 from pathlib import Path
 
-from fairmiss.config import ConfigError
+from fairmiss._errors import ConfigError
 from fairmiss.datasets import ChecksumError
 from fairmiss.datasets import DatasetError
 from fairmiss.datasets import RawDataMissingError
@@ -145,12 +145,14 @@ PROGRESS_BAR = False
 _QUIET = _QuietFlowErrors()
 
 
-def quiet_prefect_console() -> None:
-    """Attach :class:`_QuietFlowErrors` to the console handlers of the root logger (idempotent)."""
+def quiet_prefect_console(prefect: bool = True) -> None:
+    """Attach :class:`_QuietFlowErrors` to the console handlers of the root logger (idempotent). With
+    ``prefect=False`` (a command that runs no flow) to the handlers already there, without importing Prefect."""
     # Prefect configures its logging (a console handler on root) when its main module loads, not on `import
     # prefect` (its attributes load lazily): a caller that has not used Prefect yet, e.g. flows.api.run, would
     # find no handler to filter
-    import prefect.main  # noqa: F401
+    if prefect:
+        import prefect.main  # noqa: F401
 
     for h in logging.getLogger().handlers:
         if isinstance(h, logging.StreamHandler) and _QUIET not in h.filters:
@@ -298,8 +300,9 @@ RESUME_HINT = ("the cells that finished are kept in the tracking store, and the 
                "(execution.resume, on by default); the run itself is marked FAILED")
 
 
-def run_guarded(fn) -> int:
-    """Run a command's flow: user errors print one line ``fairmiss: error: …`` and exit 2 (a run whose every
+def run_guarded(fn, flow: bool = True) -> int:
+    """Run a command's flow (``flow=False``: a command that runs none, such as ``compare``, ``report`` or
+    ``ingest``, and so does not import Prefect, ~1.5 s of its start): user errors print one line ``fairmiss: error: …`` and exit 2 (a run whose every
     cell failed: see :class:`CellsFailedError`); with ``-v`` the traceback comes first. Ctrl-C prints one line
     saying how to resume (:data:`RESUME_HINT`) and exits 130; SIGTERM the same line and 143.
 
@@ -322,7 +325,7 @@ def run_guarded(fn) -> int:
         watch = _watch_signals()
         if watch is not None:
             _SIGNAL_PIPE = watch[0]
-    quiet_prefect_console()
+    quiet_prefect_console(prefect=flow)
     try:
         fn()
     except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 (no traceback: stopping is what the user asked for)

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu
 
-from fairmiss.reporting.pareto import (aggregate_splits, gap_max, gap_rms, group_gaps, mann_whitney_groups,
-                             nondominated_mask, pareto_filter, upper_envelope_mask)
+from fairmiss.metrics import gap_max, gap_rms, group_gaps, mann_whitney_groups
+from fairmiss.reporting.pareto import aggregate_splits, nondominated_mask, pareto_filter, upper_envelope_mask
 
 # Hand-made points (gap, acc). Front: A, B, D, E. C dominated by B; F dominated by E (same acc,
 # larger gap); G is a duplicate of A (kept); H has NaN.

@@ -7,9 +7,9 @@
   return the kept *and* the dropped points.
 * :func:`aggregate_splits`: mean and standard error over splits per method / hyperparameter
   (the error bars of 000 Figure 2).
-* :func:`mann_whitney_groups`, :func:`group_gaps`, :func:`gap_rms`, :func:`gap_max`: re-exported from
-  :mod:`fairmiss.metrics` (their home since the package move: :mod:`fairmiss.metrics.independence` and
-  :mod:`fairmiss.metrics.gaps`).
+
+The group statistics (Mann–Whitney, the gap helpers of paper 004) live in :mod:`fairmiss.metrics`. This module
+imports neither them nor scikit-learn, so ``fairmiss compare`` starts without them.
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from fairmiss.metrics.gaps import gap_max, gap_rms, group_gaps
-from fairmiss.metrics.independence import MannWhitneyResult, mann_whitney_groups
-
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -32,11 +29,6 @@ __all__ = [
     "upper_envelope_mask",
     "pareto_filter",
     "aggregate_splits",
-    "MannWhitneyResult",
-    "mann_whitney_groups",
-    "group_gaps",
-    "gap_rms",
-    "gap_max",
 ]
 
 _TOL = 1e-12

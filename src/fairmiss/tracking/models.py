@@ -8,6 +8,7 @@ import functools
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import mlflow
@@ -19,7 +20,7 @@ from fairmiss.tracking.groups import GROUP_TAG, coded_metrics
 from fairmiss.tracking.store import DEFAULT_URI, _store_error, store_location
 
 def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str | None = None,
-                   metrics: tuple[str, ...] = ()) -> tuple[list[dict], dict]:
+                   metrics: tuple[str, ...] | Callable[[dict], tuple[str, ...]] = ()) -> tuple[list[dict], dict]:
     """The finished cells of an experiment in any store (``sqlite:///…``, a server ``http://…``), read-only
     (nothing is created): ``(rows, info)``. A row per cell: ``method``, ``missingness``, ``split``, ``key`` and
     the requested ``metrics`` (with their bootstrap-interval columns where the run recorded them). Which cells:
@@ -28,7 +29,8 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
     reused — a cell reused from an earlier run of an edited config was logged under that run's parent, with that
     config's hash, so the child runs alone cannot tell). A parent without that table (a run of another
     flow): every FINISHED child run with status ok and the parent's config hash, newest per cell key, each row
-    with its ``run_id``. ``info``: the parent's run id, name, config hash and params."""
+    with its ``run_id``. ``info``: the parent's run id, name, config hash and params. ``metrics`` may be a
+    function of the parent's params (e.g. its ``fairness_metric``), so that one read answers both."""
     uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
     try:
         client = MlflowClient(uri)
@@ -49,6 +51,8 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
         chash = parent.data.tags.get("config.hash")
         info = {"run_id": parent.info.run_id, "run_name": parent.info.run_name, "config_hash": chash,
                 "params": dict(parent.data.params), "uri": uri}
+        if callable(metrics):
+            metrics = tuple(metrics(info["params"]))
         table = _cell_table(client, parent.info.run_id)
         if table is not None:
             return _rows_from_table(table, metrics), info
