@@ -19,12 +19,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from fairmiss import pipeline
-from fairmiss.config import ExperimentConfig, load_config
-
-
-@task(name="load-config", cache_policy=NO_CACHE)
-def load_config_task(path: str) -> ExperimentConfig:
-    return load_config(path)
+from fairmiss.config import ExperimentConfig
 
 
 def transient_network_error(exc: BaseException | None) -> bool:

@@ -17,7 +17,7 @@ import logging
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
 
@@ -67,9 +67,6 @@ class SolveResult:
     gap: float | None
     solve_seconds: float
     warm_start_given: bool
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _load_highs():

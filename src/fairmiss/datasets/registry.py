@@ -209,15 +209,3 @@ def regrouped(variant: DatasetVariant, cols: list[str]) -> DatasetVariant:
 def registered() -> list[DatasetVariant]:
     """Every registered variant, sorted by name."""
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
-
-
-def read_csv_checked(path: Path, required: list[str], **kwargs) -> pd.DataFrame:
-    """Read a CSV and fail with the file and column names if required columns are absent."""
-    try:
-        df = pd.read_csv(path, **kwargs)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path}: cannot parse CSV: {exc}") from exc
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise DatasetError(f"{path}: missing required column(s) {missing}")
-    return df

@@ -339,17 +339,6 @@ class Tracker:
         return reaped
 
     @_guard_store
-    def finished_cells(self, fingerprint: str) -> dict[str, object]:
-        """Child runs FINISHED with status ok under ``fingerprint``, by cell key (newest wins)."""
-        runs = self.client.search_runs(
-            [self.experiment_id],
-            filter_string=f"tags.`run.fingerprint` = '{fingerprint}' and attributes.status = 'FINISHED' "
-                          "and tags.`cell.status` = 'ok'",
-            max_results=50000, order_by=["attributes.start_time ASC"],
-        )
-        return {r.data.tags["cell.key"]: r for r in runs if "cell.key" in r.data.tags}
-
-    @_guard_store
     def finished_cells_by_cache_key(self, keys: set[str]) -> dict[str, object]:
         """Child runs FINISHED with status ok whose ``cell.cache_key`` tag is in ``keys`` (newest wins):
         the task cache of :func:`fairmiss.pipeline.cell_cache_key`."""
@@ -390,10 +379,3 @@ class Tracker:
         runs = self.client.search_runs([self.experiment_id], filter_string=flt,
                                        order_by=["attributes.start_time DESC"], max_results=1)
         return runs[0] if runs else None
-
-    @_guard_store
-    def child_runs(self, parent_id: str):
-        return self.client.search_runs([self.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'",
-                                       max_results=10000)
-
-
