@@ -247,7 +247,7 @@ def test_flow_run_any_on_own_data(tmp_path):
     cfg = _config(tmp_path, _example_dataset(), split={"test_size": 0.3, "n_splits": 1, "stratify": "group_label"})
     out = run_any(cfg, results_dir=str(tmp_path / "results"), processed_dir=str(tmp_path / "processed"))
     assert out["failed"] == []
-    m = json.loads((tmp_path / "results" / "own_credit" / "metrics.json").read_text())
+    m = json.loads((tmp_path / "results" / "example_credit" / "metrics.json").read_text())
     assert m["n_cells"] == 4 and m["dataset"].startswith("own_credit_")
     blob = "".join(p.read_text(errors="ignore") for p in (tmp_path / "results").rglob("*") if p.is_file())
     assert "Synthetic Person" not in blob
@@ -265,13 +265,13 @@ def test_flow_run_any_on_own_data(tmp_path):
         assert {"fnr_female", "fnr_male", "accuracy_female"} <= keys, sorted(keys)[:40]
         assert not [k for k in keys if "_group_" in k and not k.startswith("imp_")], sorted(keys)
         assert {"female", "male"} <= set(json.loads(r.data.tags["groups.metric_names"]).values())
-    confusion = next((tmp_path / "results" / "own_credit").rglob("confusion*.csv")).read_text()
+    confusion = next((tmp_path / "results" / "example_credit").rglob("confusion*.csv")).read_text()
     assert "(female)" in confusion and "(male)" in confusion
     # cell_metrics.csv: coded keys for machines, the group's name beside every per-group row, none elsewhere
     import pandas as pd
 
-    cm = pd.read_csv(tmp_path / "results" / "own_credit" / "cell_metrics.csv", keep_default_na=False)
-    groups = json.loads((tmp_path / "results" / "own_credit" / "metrics.json").read_text())["groups"]
+    cm = pd.read_csv(tmp_path / "results" / "example_credit" / "cell_metrics.csv", keep_default_na=False)
+    groups = json.loads((tmp_path / "results" / "example_credit" / "metrics.json").read_text())["groups"]
     per_group = cm[cm["metric"].str.contains(r"(?:^|_)group_\d+$")]
     assert set(per_group["group"]) == {"female", "male"}, set(per_group["group"])
     for code, name in groups.items():
