@@ -317,7 +317,9 @@ def _cmd_serve(args) -> int:
     try:
         sched = load_schedules(args.schedules)
     except ConfigError as exc:
-        print(f"fairmiss: error: {exc}", file=sys.stderr)
+        from flows.errors import _one_line
+
+        print(f"fairmiss: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     api = os.environ.get("PREFECT_API_URL")
     if api:
@@ -334,14 +336,20 @@ def _cmd_serve(args) -> int:
         os.environ["PREFECT_API_URL"] = st.api_url  # before Prefect is imported: its settings are read then
         print(f"Prefect server {'started' if new else 'running'} at {st.url} (dashboard and schedules there; "
               f"`fairmiss server stop` stops it)")
-    from flows.errors import quiet_prefect_console
-    from flows.serve import serve
+    from flows.errors import _one_line, quiet_prefect_console
+    from flows.serve import build_deployments, serve
 
     quiet_prefect_console()  # Prefect's per-run chatter and library warnings off the console, as for `run`
+    try:
+        deployments = build_deployments(args.schedules, results_dir=args.results_dir,
+                                        processed_dir=args.processed_dir)
+    except ConfigError as exc:
+        print(f"fairmiss: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
     print(f"serving {len(sched.deployments)} deployment(s): "
           + ", ".join(f"{d.name} ({f'cron {d.cron!r}' if d.cron else f'every {d.interval_seconds} s'})"
                       for d in sched.deployments), flush=True)
-    serve(args.schedules, results_dir=args.results_dir, processed_dir=args.processed_dir)
+    serve(deployments)
     return 0
 
 
@@ -557,6 +565,10 @@ def _view_lines(url: str, newest: int = 3) -> list[str]:
 
 
 def _cmd_compare(args) -> int:
+    # a server that does not answer: a few retries, not MLflow's 7 with back-off (~4 min) — the command only reads;
+    # the variables set by the user win
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+
     def go():
         from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
         from fairmiss.tracking import read_cell_runs, store_location
@@ -566,6 +578,9 @@ def _cmd_compare(args) -> int:
                                     metrics=lambda params: ("accuracy", args.metric or params.get(
                                         "fairness_metric", "fnr_difference")))
         metric = args.metric or info["params"].get("fairness_metric", "fnr_difference")
+        if rows and all(r[metric] != r[metric] for r in rows):  # NaN in every cell: not a metric the run recorded
+            raise ConfigError(f"--metric {metric}: run {info['run_id']} of experiment '{args.experiment}' recorded no "
+                              f"metric '{metric}' (metric names: docs/kinds.md)")
         if not rows:
             raise ConfigError(f"MLflow store {store_location(info['uri'])}: run {info['run_id']} of experiment "
                               f"'{args.experiment}' has no finished cells")

@@ -119,6 +119,8 @@ class _QuietFlowErrors(logging.Filter):
             return False  # the progress bar shows it
         if record.name == "py.warnings":
             return False  # library warnings (captured by main): `-v` shows them
+        if record.name.startswith("urllib3") and record.levelno < logging.ERROR:
+            return False  # "Retrying …" per attempt on an unreachable server: the command's own error says it
         if record.levelno < logging.ERROR:
             return True
         return not record.name.startswith(("prefect", "docket"))

@@ -42,7 +42,9 @@ def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = F
     cfg = load_study_config(config_path, quick=quick)
     check_output_dir(kw.get("results_dir", "results"), "--results-dir")
     check_output_dir(kw.get("processed_dir", "processed"), "--processed-dir")
-    safe_child(kw.get("results_dir", "results"), cfg.experiment, what="experiment")
+    # the experiment's own directory under it too: a file there would only fail once every cell has run
+    check_output_dir(safe_child(kw.get("results_dir", "results"), cfg.experiment, what="experiment"),
+                     f"--results-dir/{cfg.experiment}")
     if getattr(cfg, "dataset", None) is not None:  # raw files usable? (before Prefect starts; writes nothing)
         from fairmiss.datasets import get_variant
         from fairmiss.datasets.acquire import preflight

@@ -21,12 +21,19 @@ logger = logging.getLogger(__name__)
 
 
 def build_deployments(schedules_path: str | Path, *, results_dir: str = "results", processed_dir: str = "processed"):
+    """One Prefect deployment per entry. A schedule Prefect refuses (a cron string its ``CronSchedule`` does not
+    parse) is a :class:`~fairmiss.config.ConfigError` naming the file and the entry's key; the library's config
+    layer does not import Prefect, so Prefect's own schedule class checks it here."""
+    from pydantic import ValidationError
+
+    from fairmiss._errors import ConfigError
+
     sched = load_schedules(schedules_path)
     deployments = []
-    for d in sched.deployments:
+    for i, d in enumerate(sched.deployments):
         kw = {"cron": d.cron} if d.cron else {"interval": d.interval_seconds}
-        deployments.append(
-            experiment_flow.to_deployment(
+        try:
+            dep = experiment_flow.to_deployment(
                 name=d.name,
                 parameters={"config_path": d.config, "quick": d.quick, "skip_if_unchanged": d.skip_if_unchanged,
                             "results_dir": results_dir, "processed_dir": processed_dir},
@@ -35,11 +42,17 @@ def build_deployments(schedules_path: str | Path, *, results_dir: str = "results
                 description=f"fairmiss experiment {d.config}" + (" (quick)" if d.quick else ""),
                 **kw,
             )
-        )
+        except ValidationError as exc:
+            what = "cron" if d.cron else "interval_seconds"
+            raise ConfigError(f"{schedules_path}: deployments.{i}.{what}: Prefect refuses {getattr(d, what)!r}: "
+                              f"{' '.join(exc.errors()[0]['msg'].split()).removeprefix('Value error, ')} (cron: five fields, minute hour "
+                              "day-of-month month day-of-week, e.g. '0 3 * * *' for 03:00 every day)") from None
+        deployments.append(dep)
     return deployments
 
 
-def serve(schedules_path: str | Path = "params/schedules.yaml", **kw) -> None:
+def serve(deployments) -> None:
+    """Serve ``deployments`` (:func:`build_deployments`) until interrupted, one run at a time."""
     from prefect import serve as prefect_serve
 
-    prefect_serve(*build_deployments(schedules_path, **kw), limit=1)
+    prefect_serve(*deployments, limit=1)

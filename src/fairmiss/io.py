@@ -118,11 +118,30 @@ def cache_dir() -> Path:
 def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``target``; on success rename it onto ``target``.
 
-    On any exception the temporary file is removed and ``target`` is left untouched.
+    On any exception the temporary file is removed and ``target`` is left untouched. A ``target`` that exists
+    and is not a regular file (or a link to one) is refused before anything is written
+    (:class:`~fairmiss._errors.OutputPathError`): the rename would replace a device such as ``/dev/null``, a FIFO
+    or a socket with a plain file. A temporary file that cannot be created is reported under ``target``'s name,
+    the path the user gave.
     """
+    import stat
+
+    from fairmiss._errors import OutputPathError
+
     target = Path(target)
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        mode = None  # not there (or a dangling link): created
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
+                if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file")
+        raise OutputPathError(f"{target}: is {kind}, not a regular file; nothing written (choose a file path)")
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:

@@ -53,6 +53,8 @@ CASES = {
                                ["column 'account'", "distinct values", "dataset.drop"]),
     "empty-categorical": (_with_column("empty", [""] * (len(ROWS) - 1)),
                           {"categorical": ["purpose", "housing", "empty"]}, {}, ["column 'empty'", "empty in all"]),
+    "empty-numeric": (_with_column("blank", [""] * (len(ROWS) - 1)), {}, {},
+                      ["column 'blank'", "empty in all", "dataset.drop"]),  # imputers failed on it cell by cell
     "two-groups-one-name": (None, {"group_names": {"female": "women", "male": "women"}}, {},
                             ["group_names", "'women'"]),
     "group-names-list": (None, {"group_names": ["f", "m"]}, {}, ["group_names", "got a list"]),

@@ -77,6 +77,11 @@ def test_compare_against_mlflow_server_prints_the_local_front(tmp_path):
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "imported: []" in r.stdout and want in r.stdout
+    for args, words in ((["--run", "deadbeef"], ["no run 'deadbeef'"]),
+                        (["--metric", "wat"], ["--metric wat", "recorded no metric 'wat'"])):
+        bad = run_cli("compare", "compas_small", "--tracking-uri", out["tracking_uri"], *args)
+        lines = bad.stderr.strip().splitlines()
+        assert bad.returncode == 2 and len(lines) == 1 and all(w in lines[0] for w in words), bad.stderr
 
     port = free_port()
     proc = mlflow_server(out["tracking_uri"], port, tmp_path)

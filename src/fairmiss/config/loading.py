@@ -163,9 +163,14 @@ def _format_errors(path: Path | str, exc: ValidationError) -> str:
             items.append(f"{loc or '<root>'}: missing (a required key)")
         else:
             msg = " ".join(str(err["msg"]).split())
+            if err["type"] == "value_error":  # our own validators' messages: pydantic prefixes "Value error, "
+                msg = msg.removeprefix("Value error, ")
+            if not loc:  # a check across the whole file: the input echoed would be all of it
+                items.append(f"<root>: {msg}")
+                continue
             got = " ".join(repr(err.get("input")).split())
             got = got if len(got) <= 120 else got[:117] + "..."
-            items.append(f"{loc or '<root>'}: {msg} (got {got})")
+            items.append(f"{loc}: {msg} (got {got})")
     if len(items) == 1:
         return f"{path}: invalid config: {items[0]}"
     return f"{path}: invalid config ({len(items)} errors):\n" + "\n".join(f"  {it}" for it in items)

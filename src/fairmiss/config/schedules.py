@@ -36,6 +36,15 @@ class DeploymentSpec(_Strict):
 class SchedulesFile(_Strict):
     deployments: list[DeploymentSpec] = Field(min_length=1)
 
+    @model_validator(mode="after")
+    def _unique_names(self):
+        seen = set()
+        for d in self.deployments:
+            if d.name in seen:  # Prefect would keep one of them, silently
+                raise ValueError(f"deployment name {d.name!r} is used twice; each deployment needs its own name")
+            seen.add(d.name)
+        return self
+
 
 def load_schedules(path: str | Path) -> SchedulesFile:
     path = Path(path)

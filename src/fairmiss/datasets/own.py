@@ -318,6 +318,8 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
                 ftypes[col] = "numeric" if na.any() else "binary"
         else:
             s = df[c]
+            if not s.notna().any():  # nothing for an imputer or a learner to use (imputers fail on it, cell by cell)
+                raise DatasetError(f"{path}: column '{c}' is empty in all {n} rows; list it under dataset.drop")
             out[c] = s.to_numpy() if pd.api.types.is_numeric_dtype(s) else s.astype("float64").to_numpy()
             ftypes[c] = "binary" if (pd.Series(out[c]).dropna().isin([0, 1]).all() and not pd.Series(out[c]).isna().any()
                                      and pd.api.types.is_integer_dtype(pd.Series(out[c]))) else "numeric"

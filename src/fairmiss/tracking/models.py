@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import mlflow
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from fairmiss._errors import ConfigError
@@ -32,6 +33,7 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
     with its ``run_id``. ``info``: the parent's run id, name, config hash and params. ``metrics`` may be a
     function of the parent's params (e.g. its ``fairness_metric``), so that one read answers both."""
     uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    _check_readable_store(uri)
     try:
         client = MlflowClient(uri)
         exp = client.get_experiment_by_name(experiment_name)
@@ -40,7 +42,15 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
             raise ConfigError(f"MLflow store {store_location(uri)}: no experiment '{experiment_name}'; experiments: "
                               f"{', '.join(names) or 'none'}")
         if parent_run_id:
-            parent = client.get_run(parent_run_id)
+            try:
+                parent = client.get_run(parent_run_id)
+            except MlflowException as exc:
+                if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+                    raise
+                raise ConfigError(f"MLflow store {store_location(uri)}: no run '{parent_run_id}'") from None
+            if parent.info.experiment_id != exp.experiment_id:
+                raise ConfigError(f"MLflow store {store_location(uri)}: run '{parent_run_id}' is not a run of "
+                                  f"experiment '{experiment_name}'")
         else:
             runs = client.search_runs([exp.experiment_id], "tags.kind = 'experiment' and attributes.status = 'FINISHED'",
                                       order_by=["attributes.start_time DESC"], max_results=1)
@@ -60,11 +70,16 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
         flt += f" and tags.`config.hash` = '{chash}'" if chash else \
             f" and tags.mlflow.parentRunId = '{parent.info.run_id}'"
         kids = client.search_runs([exp.experiment_id], flt, order_by=["attributes.start_time ASC"], max_results=50000)
+    except ConfigError:
+        raise
     except Exception as exc:
         err = _store_error(uri, exc)
-        if err is None or err is exc:
-            raise
-        raise err from exc
+        if err is not None and err is not exc:
+            raise err from exc
+        if err is None and _unreadable(exc):
+            raise ConfigError(f"MLflow store {store_location(uri)}: cannot be read: {type(exc).__name__}: "
+                              f"{' '.join(str(exc).split()).split(' [SQL:')[0][:300]}") from exc
+        raise
     by_key = {}
     for r in kids:
         t = r.data.tags
@@ -77,6 +92,35 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
             "split": int(t.get("split") or r.data.params.get("split.index") or 0),
             **{m: coded.get(m, float("nan")) for m in metrics}}
     return sorted(by_key.values(), key=lambda r: (r["split"], r["key"])), info  # summarise's order
+
+
+#: URI schemes MLflow can read a tracking store from (MLflow 3 refuses the plain file store, ``file://`` or a path)
+_STORE_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks")
+
+
+def _check_readable_store(uri: str) -> None:
+    """A read must not create anything: a store URI of a scheme MLflow cannot read, or a SQLite file that does not
+    exist, is one :class:`ConfigError` naming it (opening a missing SQLite path would create an empty store)."""
+    scheme = uri.split(":", 1)[0].split("+", 1)[0].lower() if "://" in uri else ""
+    if scheme not in _STORE_SCHEMES:
+        raise ConfigError(f"tracking URI '{uri}': not a tracking store MLflow can read (sqlite:///path/mlflow.db, "
+                          "http://host:port, or a database URL such as postgresql://…)")
+    if scheme == "sqlite":
+        path = uri[len("sqlite:///"):].split("?", 1)[0] if uri.startswith("sqlite:///") else ""
+        if path and path != ":memory:" and not Path(path).is_file():
+            raise ConfigError(f"MLflow store {store_location(uri)}: no such database file (nothing was created)")
+
+
+def _unreadable(exc: BaseException) -> bool:
+    """The store itself cannot be read (a file that is not a database, an unknown schema), as opposed to a bug."""
+    import sqlite3
+
+    while exc is not None:
+        if isinstance(exc, sqlite3.DatabaseError) or "sqlalchemy" in type(exc).__module__ \
+                or "not a database" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 #: the table of every cell a parent run summarised (flows.experiment logs it with ``log_table``)

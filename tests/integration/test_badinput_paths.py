@@ -1,0 +1,104 @@
+"""Bad input found by generating it: output paths that are not files, stores a read-only command must not create,
+schedules Prefect would refuse late. Each ends with exit 2, one ``fairmiss: error:`` line naming the path or key,
+and nothing written."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+import pytest
+import yaml
+from conftest import ROOT, run_cli
+
+from fairmiss._errors import OutputPathError
+from fairmiss.config import ConfigError
+from fairmiss.config.schedules import load_schedules
+from fairmiss.io import atomic_write_text
+
+INGEST = ["ingest", str(ROOT / "examples" / "own_data" / "credit.csv"), "--label", "default", "--group", "sex",
+          "--positive", "yes", "--drop", "name", "--force", "--out"]
+
+
+def _one_error(r, *words):
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("fairmiss: error: "), r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def test_atomic_write_refuses_what_is_not_a_regular_file(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OutputPathError, match="is a FIFO"):
+        atomic_write_text(fifo, "x")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the FIFO: the rename would have replaced it by a file
+    with pytest.raises(OutputPathError, match="is a directory"):
+        atomic_write_text(tmp_path, "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]  # no temporary file left
+    (tmp_path / "plain.txt").write_text("old")
+    assert atomic_write_text(tmp_path / "plain.txt", "new").read_text() == "new"  # a regular file: replaced
+
+
+def test_ingest_out_on_a_fifo_or_directory_is_refused_even_with_force(tmp_path):
+    fifo = tmp_path / "out.yaml"
+    os.mkfifo(fifo)
+    _one_error(run_cli(*INGEST, str(fifo), cwd=tmp_path), str(fifo), "is a FIFO", "nothing written")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    _one_error(run_cli(*INGEST, str(tmp_path), cwd=tmp_path), "is a directory")
+
+
+def test_compare_reads_without_creating_and_names_a_bad_store(tmp_path):
+    missing = tmp_path / "no" / "mlflow.db"
+    _one_error(run_cli("compare", "x", "--tracking-uri", f"sqlite:///{missing}"), str(missing), "no such database")
+    assert not (tmp_path / "no").exists()  # opening it would have created an empty MLflow store
+    _one_error(run_cli("compare", "x", "--tracking-uri", "garbage://x"), "'garbage://x'", "not a tracking store")
+    _one_error(run_cli("compare", "x", "--tracking-uri", f"file://{tmp_path}"), "not a tracking store")
+    notdb = tmp_path / "data.csv"
+    notdb.write_text("a,b\n1,2\n")
+    _one_error(run_cli("compare", "x", "--tracking-uri", f"sqlite:///{notdb}"), str(notdb), "not a database")
+    assert notdb.read_text() == "a,b\n1,2\n"
+
+
+def _schedules(tmp_path, entries, key="deployments"):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text((ROOT / "params" / "compas_default.yaml").read_text())
+    for e in entries:
+        e.setdefault("config", str(cfg))
+    p = tmp_path / "schedules.yaml"
+    p.write_text(yaml.safe_dump({key: entries}))
+    return p
+
+
+@pytest.mark.parametrize("cron", ["61 25 * * *", "every day"])
+def test_a_cron_string_prefect_refuses_is_a_config_error(tmp_path, cron):
+    """Checked by Prefect's own schedule class as the deployments are built (before ``serve`` prints or serves);
+    it was a pydantic traceback, exit 1."""
+    from flows.serve import build_deployments
+
+    p = _schedules(tmp_path, [{"name": "ok", "cron": "0 3 * * *"}, {"name": "a", "cron": cron}])
+    with pytest.raises(ConfigError, match=re.escape(f"deployments.1.cron: Prefect refuses '{cron}'")):
+        build_deployments(p)
+
+
+def test_two_deployments_of_one_name_are_refused(tmp_path):
+    p = _schedules(tmp_path, [{"name": "a", "cron": "0 3 * * *"}, {"name": "a", "cron": "0 4 * * *"}])
+    with pytest.raises(ConfigError, match="deployment name 'a' is used twice"):
+        load_schedules(p)
+
+
+def test_serve_says_a_bad_schedules_file_in_one_line(tmp_path):
+    p = _schedules(tmp_path, [{"name": "a", "cron": "0 3 * * *"}], key="deployment")
+    line = _one_error(run_cli("serve", str(p), "--timeout", "30", cwd=tmp_path), str(p), "unknown key 'deployment'",
+                      "deployments: missing")
+    assert "\n" not in line
+
+
+def test_results_dir_whose_experiment_entry_is_a_file_is_refused_before_any_cell(tmp_path):
+    (tmp_path / "rd").mkdir()
+    (tmp_path / "rd" / "compas_default").write_text("")
+    _one_error(run_cli("run", str(ROOT / "params" / "compas_default.yaml"), "--results-dir", "rd", cwd=tmp_path),
+               "rd/compas_default", "not a directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rd"]  # no processed/, mlruns/ or reports/ started
