@@ -286,6 +286,13 @@ def _cmd_datasets(args) -> int:
     return 0
 
 
+def _has_quick(path) -> bool:
+    from fairmiss.config.loading import read_yaml
+
+    data = read_yaml(path)
+    return isinstance(data, dict) and "quick" in data
+
+
 def _cmd_validate(args) -> int:
     if args.kinds:  # every registered kind with its fields, flags and module (docs/kinds.md)
         from fairmiss.config.kinds import describe_kinds
@@ -300,6 +307,8 @@ def _cmd_validate(args) -> int:
         from fairmiss.config import load_study_config
 
         cfg = load_study_config(args.config)  # an experiment config, or a study with its own flow
+        if _has_quick(args.config):  # the small version `run --quick` builds must be valid too
+            load_study_config(args.config, quick=True)
         what = f"{len(cfg.cells())} cells" if hasattr(cfg, "cells") else f"study {cfg.study}"
         ds = getattr(getattr(cfg, "dataset", None), "name", None)
         print(f"{args.config}: ok — {what}" + (f", dataset {ds}" if ds else ""))

@@ -87,6 +87,12 @@ def output_dir_problem(path: str | os.PathLike, what: str) -> str | None:
     parent = next((q for q in p.absolute().parents if q.exists()), None)
     if not p.exists() and parent is not None and not parent.is_dir():
         return f"{p}: {what}: {parent} is a file, not a directory"
+    probe = p if p.exists() else parent
+    if probe is not None:  # a directory one cannot write in (read-only, /proc, no permission) fails here, not
+        try:               # after every cell has run
+            os.rmdir(tempfile.mkdtemp(prefix=".fairmiss-probe.", dir=probe))
+        except OSError as exc:
+            return f"{p}: {what}: cannot create directories in {probe}: {exc.strerror.lower()}"
     return None
 
 
@@ -137,10 +143,12 @@ def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
         kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
                 if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file")
         raise OutputPathError(f"{target}: is {kind}, not a regular file; nothing written (choose a file path)")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    made = [d for d in (target.parent, *target.parent.parents) if not d.exists()]  # deepest first
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent)
     except OSError as exc:
+        _remove_empty(made)
         raise OSError(exc.errno, exc.strerror, str(target)) from None
     os.close(fd)
     tmp_path = Path(tmp)
@@ -152,7 +160,17 @@ def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        _remove_empty(made)  # a failed write leaves no directory it created behind
         raise
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    """Remove ``dirs`` (deepest first) while they are empty; one another writer filled is kept."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def atomic_write_text(target: str | os.PathLike, text: str) -> Path:

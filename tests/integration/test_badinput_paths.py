@@ -15,7 +15,7 @@ from conftest import ROOT, run_cli
 from fairmiss._errors import OutputPathError
 from fairmiss.config import ConfigError
 from fairmiss.config.schedules import load_schedules
-from fairmiss.io import atomic_write_text
+from fairmiss.io import atomic_path, atomic_write_text
 
 INGEST = ["ingest", str(ROOT / "examples" / "own_data" / "credit.csv"), "--label", "default", "--group", "sex",
           "--positive", "yes", "--drop", "name", "--force", "--out"]
@@ -102,3 +102,47 @@ def test_results_dir_whose_experiment_entry_is_a_file_is_refused_before_any_cell
     _one_error(run_cli("run", str(ROOT / "params" / "compas_default.yaml"), "--results-dir", "rd", cwd=tmp_path),
                "rd/compas_default", "not a directory")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rd"]  # no processed/, mlruns/ or reports/ started
+
+
+def test_results_dir_where_no_directory_can_be_made_is_refused_before_any_cell(tmp_path):
+    """``/proc`` exists and is a directory, but nothing can be created in it: found late (after every cell, a
+    raw ``[Errno 2]`` line) before the write probe."""
+    _one_error(run_cli("run", str(ROOT / "params" / "compas_default.yaml"), "--quick", "--results-dir", "/proc/fz",
+                       cwd=tmp_path), "/proc/fz", "--results-dir", "cannot create directories in /proc")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_write_leaves_no_directory_it_created(tmp_path):
+    target = tmp_path / "a" / "b" / "out.txt"
+    with pytest.raises(RuntimeError), atomic_path(target):
+        raise RuntimeError("the download failed")
+    assert list(tmp_path.iterdir()) == []  # a/ and a/b/ were made for the write: removed with it
+    (tmp_path / "keep").mkdir()
+    with pytest.raises(RuntimeError), atomic_path(tmp_path / "keep" / "new" / "x"):
+        raise RuntimeError
+    assert [p.name for p in tmp_path.iterdir()] == ["keep"] and list((tmp_path / "keep").iterdir()) == []
+
+
+def test_an_unreachable_data_url_leaves_no_empty_raw_directory(tmp_path):
+    _one_error(run_cli("ingest", "http://127.0.0.1:9/nope.csv", "--label", "y", "--group", "g", cwd=tmp_path),
+               "nope.csv", "could not be downloaded")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_header_name_is_named_by_ingest(tmp_path):
+    f = tmp_path / "eh.csv"
+    f.write_text("a,,label,grp\n1,2,0,x\n3,4,1,y\n5,6,0,x\n7,8,1,y\n")
+    _one_error(run_cli("ingest", str(f), "--label", "label", "--group", "grp", cwd=tmp_path),
+               str(f), "header field(s) [2] are empty")
+
+
+def test_a_bad_quick_override_is_found_by_validate_and_named_by_run(tmp_path):
+    cfg = yaml.safe_load((ROOT / "params" / "compas_default.yaml").read_text())
+    cfg["quick"] = {"split": {"n_splits": 0}}
+    p = tmp_path / "q.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    for cmd in (["validate", str(p)], ["run", str(p), "--quick"]):
+        _one_error(run_cli(*cmd, cwd=tmp_path), f"{p} (with its quick: overrides)", "split.n_splits")
+    cfg["quick"] = {"split": {"n_splits": 1}}
+    p.write_text(yaml.safe_dump(cfg))
+    assert run_cli("validate", str(p), cwd=tmp_path).returncode == 0

@@ -133,9 +133,9 @@ def load_study_config(path: str | Path, *, quick: bool = False):
     path = Path(path)
     data = read_yaml(path)
     if isinstance(data, dict) and "study" in data:
-        if quick and data.get("quick"):
-            data = _deep_merge(data, data["quick"])
-            data["experiment"] = f"{data['experiment']}-quick"
+        source = path
+        if quick and data.get("quick"):  # a study without overrides keeps its name (and its outputs' path)
+            data, source = _apply_quick(data, path)
         study = data.get("study")
         if not isinstance(study, str) or study not in STUDIES:
             raise ConfigError(f"{path}: invalid config: study: unknown study {study!r}; known: "
@@ -143,11 +143,23 @@ def load_study_config(path: str | Path, *, quick: bool = False):
         try:
             cfg = STUDIES[study].build(data)
         except ValidationError as exc:
-            raise ConfigError(_format_errors(path, exc)) from None
+            raise ConfigError(_format_errors(source, exc)) from None
         if getattr(cfg, "dataset", None) is not None:
-            check_dataset_spec(cfg.dataset, path)
+            check_dataset_spec(cfg.dataset, source)
         return cfg
     return load_config(path, quick=quick)
+
+
+def _apply_quick(data: dict, path: Path) -> tuple[dict, str | Path]:
+    """``data`` with its ``quick:`` overrides merged in and ``-quick`` appended to the experiment name, and the
+    source errors then name: ``FILE (with its quick: overrides)`` when there are overrides, so that a bad
+    override is not reported as a bad key of the full config."""
+    over = data.get("quick") or {}
+    if not isinstance(over, dict):
+        raise ConfigError(f"{path}: quick: must be a mapping of overrides, got {type(over).__name__}")
+    data = _deep_merge(data, over)
+    data["experiment"] = f"{data.get('experiment', 'x')}-quick"
+    return data, (f"{path} (with its quick: overrides)" if over else path)
 
 
 def _format_errors(path: Path | str, exc: ValidationError) -> str:
@@ -332,10 +344,7 @@ def load_config(path: str | Path, *, quick: bool = False) -> ExperimentConfig:
     """Load and validate a config; ``quick=True`` applies its ``quick:`` overrides (a small version)."""
     path = Path(path)
     data = read_yaml(path)
+    source = path
     if quick and isinstance(data, dict):
-        over = data.get("quick") or {}
-        if not isinstance(over, dict):
-            raise ConfigError(f"{path}: quick: must be a mapping of overrides")
-        data = _deep_merge(data, over)
-        data["experiment"] = f"{data.get('experiment', 'x')}-quick"
-    return parse_config(data, path)
+        data, source = _apply_quick(data, path)
+    return parse_config(data, source)

@@ -125,7 +125,12 @@ def _header(path: Path) -> tuple[str, list[str]]:
         first = text.splitlines()[0] if text else ""
         import csv
 
-        return "csv", [h.strip() for h in next(csv.reader([first]))]
+        header = [h.strip() for h in next(csv.reader([first]))] if first else []
+        empty = [k + 1 for k, h in enumerate(header) if not h]
+        if empty:  # the same words as the strict reader's, before anything samples the columns by name
+            raise DatasetError(f"{path}: line 1: header field(s) {empty[:5]} are empty (a header must name every "
+                               f"column)")
+        return "csv", header
     raise DatasetError(f"{path}: dataset.file must be a .csv or .parquet file, got '{path.suffix or path.name}'")
 
 
