@@ -241,6 +241,7 @@ def test_ingest_writes_starter_config_atomically_and_refuses_overwrite(tmp_path,
     assert "--positive: 'maybe' is not a value of column 'default'" in err and not bad.exists()
 
 
+@pytest.mark.slow
 def test_flow_run_any_on_own_data(tmp_path):
     from flows.run import run_any
 
@@ -280,6 +281,7 @@ def test_flow_run_any_on_own_data(tmp_path):
     assert (cm["metric"] == "fnr_group_0").any()
 
 
+@pytest.mark.slow
 def test_prepare_flow_takes_an_own_data_config(tmp_path, monkeypatch):
     """``python -m flows.prepare --config CONFIG`` (a DVC stage for an own-data config, the file as its dep)."""
     from flows.prepare import main

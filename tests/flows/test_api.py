@@ -73,6 +73,7 @@ def test_second_call_is_up_to_date(result):
 
 
 @pytest.mark.parametrize("runner", ["thread", "process"])
+@pytest.mark.slow
 def test_the_console_shows_fairmiss_lines_not_prefect_task_runs(tmp_path, runner):
     """As ``fairmiss run``: progress lines per cell, no Prefect "Task run '…' - Finished in state" line. In a
     fresh process (a notebook's): Prefect's console handler is created on first use, with the stream of then.

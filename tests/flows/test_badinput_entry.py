@@ -229,7 +229,7 @@ def test_rejected_before_the_flow(case, tmp_path):
 
 # ------------------------------------------------------------------ causes 4, 8, 9: errors inside the flow
 _small = mutate("compas_default.yaml", _small=True)
-FLOW_DEFAULT = [
+FLOW = [  # each case starts a flow (~15 s): in the slow tests, which CI runs
     BadInput("flow-test-size-tiny", ["run", X], [X, "split", "test_size"],
              files={X: mutate_keys("compas_default.yaml", {"split.test_size": 0.0001, "split.n_splits": 1,
                                                            "imputers": [{"kind": "mean"}]})},
@@ -239,8 +239,6 @@ FLOW_DEFAULT = [
                  "split.n_splits": 1, "imputers": [{"kind": "mean"}],
                  "learners": [{"kind": "orthogonal", "n_components": 500}]})},
              allow=("processed", "reports", "data")),
-]
-FLOW_SLOW = [
     BadInput("flow-test-size-huge", ["run", X], [X, "split", "test_size"],
              files={X: mutate_keys("compas_default.yaml", {"split.test_size": 0.9999, "split.n_splits": 1,
                                                            "imputers": [{"kind": "mean"}]})},
@@ -253,15 +251,9 @@ FLOW_SLOW = [
 ]
 
 
-@pytest.mark.parametrize("case", FLOW_DEFAULT, ids=lambda c: c.id)
-def test_rejected_inside_the_flow(case, tmp_path):
-    out = check(case, tmp_path)
-    assert not (out.project / "results").exists() or not any((out.project / "results").rglob("metrics.json"))
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("case", FLOW_SLOW, ids=lambda c: c.id)
-def test_rejected_inside_the_flow_slow(case, tmp_path):
+@pytest.mark.parametrize("case", FLOW, ids=lambda c: c.id)
+def test_rejected_inside_the_flow(case, tmp_path):
     out = check(case, tmp_path)
     assert not any((out.project / "results").rglob("metrics.json")) if (out.project / "results").exists() else True
 
@@ -276,7 +268,7 @@ def test_verbose_shows_the_traceback(tmp_path):
 
 
 def test_corpus_size():
-    assert len(FAST) + len(FLOW_DEFAULT) + len(FLOW_SLOW) >= 40
+    assert len(FAST) + len(FLOW) >= 40
 
 
 def test_retry_only_transient_network_errors():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
 import yaml
 from conftest import ROOT, run_cli, small_config
 
@@ -74,6 +75,7 @@ def test_ingest_and_datasets(tmp_path):
     assert r.returncode == 2 and "unknown dataset 'no_such_dataset'" in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_run_prints_table(tmp_path):
     p = small_config(tmp_path, split={"n_splits": 1}, imputers=[{"kind": "mean"}])
     r = run_cli("run", str(p), "--results-dir", str(tmp_path / "results"), "--processed-dir", str(tmp_path / "processed"))
@@ -93,6 +95,7 @@ def test_cli_run_prints_table(tmp_path):
     assert "open with `fairmiss ui`" in r.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_cli_verbose_shows_task_logs(tmp_path):
     p = small_config(tmp_path, split={"n_splits": 1}, imputers=[{"kind": "mean"}])
     r = run_cli("-v", "run", str(p), "--results-dir", str(tmp_path / "results"), "--processed-dir",

@@ -136,6 +136,7 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_runs_visible_through_mlflow_server_rest_api(flow_run):
     tmp, cfg, out = flow_run
     port = free_port()
@@ -156,6 +157,7 @@ def test_runs_visible_through_mlflow_server_rest_api(flow_run):
         proc.wait(30)
 
 
+@pytest.mark.slow
 def test_same_config_same_metrics(flow_run, tmp_path):
     """Recomputed from scratch (resume off, fresh store) in worker processes (``task_runner: process``) instead of
     threads: byte-identical metrics."""
@@ -248,6 +250,7 @@ def test_first_finished_run_is_found_up_to_date(tmp_path):
     assert found is not None and found["parent_run_id"] == out["parent_run_id"]
 
 
+@pytest.mark.slow
 def test_outputs_staged_and_a_failing_report_loses_no_cell(tmp_path, monkeypatch):
     """The results directory's files are written into a staging directory while the tracking
     writer logs the last child runs, and published once every child run is written. An error while writing

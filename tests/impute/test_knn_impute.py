@@ -142,6 +142,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_bit_identical_under_simulated_cpus():
     outs = {}
     for env in cpu_variants():

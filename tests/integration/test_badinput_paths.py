@@ -50,6 +50,7 @@ def test_ingest_out_on_a_fifo_or_directory_is_refused_even_with_force(tmp_path):
     _one_error(run_cli(*INGEST, str(tmp_path), cwd=tmp_path), "is a directory")
 
 
+@pytest.mark.slow
 def test_compare_reads_without_creating_and_names_a_bad_store(tmp_path):
     missing = tmp_path / "no" / "mlflow.db"
     _one_error(run_cli("compare", "x", "--tracking-uri", f"sqlite:///{missing}"), str(missing), "no such database")

@@ -94,6 +94,7 @@ def test_config_refuses_unpinned_uri_and_mi_wrapping(tmp_path):
         load_config(p)
 
 
+@pytest.mark.slow
 def test_audit_equals_the_training_run_and_imputed_predictions(trained):
     from flows.api import run
 
@@ -205,6 +206,7 @@ def test_loading_leaves_mlflow_globals_and_environment_as_they_were(trained, mon
 
 
 # last in the module: see its docstring
+@pytest.mark.slow
 def test_an_audit_that_logs_its_models_prints_no_warning(trained):
     """``fairmiss run`` auditing a registered model with ``log_models: true``: the audit logs the model it
     evaluated, and its console says nothing is wrong (no scikit-learn tags warning, no "model not logged", no

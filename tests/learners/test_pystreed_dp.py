@@ -97,6 +97,7 @@ def _check_batch(batch, eps):
     return out
 
 
+@pytest.mark.slow
 def test_pystreed_agrees_with_the_dp_on_compas_batches():
     for batch, eps in _compas_batches(3):
         _check_batch(batch, eps)

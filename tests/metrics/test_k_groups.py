@@ -80,6 +80,7 @@ def _cells(tmp_path, cfg):
 # kept in the run's warnings.txt): shown, not a failed cell
 @pytest.mark.filterwarnings("default:adjusted positive-class leaf probabilities span"
                             ":fairmiss.learners.equality_trees.eqtree.ProbabilityRangeWarning")
+@pytest.mark.slow
 def test_every_k_group_learner_runs_on_six_intersections_and_is_scored_over_all(tmp_path):
     assert {"exponentiated_gradient", "threshold_optimizer", "orthogonal", "zafar", "equality_constrained"} \
         <= set(K_GROUP_KINDS), K_GROUP_KINDS
@@ -94,6 +95,7 @@ def test_every_k_group_learner_runs_on_six_intersections_and_is_scored_over_all(
         assert gap == pytest.approx(fnr["value"].max() - fnr["value"].min(), abs=1e-9), k  # cell_metrics.csv keeps 10 significant digits
 
 
+@pytest.mark.slow
 def test_group_constraints_shrink_the_six_group_gap_they_target(tmp_path):
     """The base tree alone against the same tree under fairlearn's reduction (FNR parity over the six
     intersections) and its threshold optimiser (equalized odds): the targeted max - min gap over six groups,

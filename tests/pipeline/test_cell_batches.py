@@ -99,6 +99,7 @@ def _run(tmp_path, name, cells_per_task, runner="thread"):
     return out, metrics, runs
 
 
+@pytest.mark.slow
 def test_batched_flow_same_metrics_runs_and_failures_as_one_cell_per_task(tmp_path):
     """12 cells (3 splits x 2 imputers x 2 learners), one learner failing in every cell: batches of 5 (each mixing
     good and failing cells), guided batches, batches of 3 on the process runner (each batch's list comes back

@@ -129,6 +129,7 @@ def test_cli_report_without_results_is_a_clear_error(tmp_path, capsys):
     assert "metrics.json" in err and "run the study first" in err
 
 
+@pytest.mark.slow
 def test_paper000_run_decides_the_figure2_claims(tmp_path):
     """A COMPAS run with Fair MIP Forest cells writes claims_000.csv (B1, B4c, B5 decided from its own
     cells) and shows it in the report; the same run without Fair MIP cells writes none."""

@@ -13,6 +13,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 import yaml
 
 from fairmiss.config import load_config
@@ -130,6 +131,7 @@ def test_extra_groups_must_name_a_usable_column(mirror, tmp_path):
         pipeline.check_extra_groups(cfg, dataclasses.replace(data, df=holed))
 
 
+@pytest.mark.slow
 def test_compas_quick_study_end_to_end(mirror, tmp_path):
     from flows.run import run_any
 

@@ -29,6 +29,7 @@ for i in range(int(sys.argv[2])):
 """
 
 
+@pytest.mark.slow
 def test_an_open_client_sees_another_process_s_runs_after_the_store_check(tmp_path):
     from mlflow import MlflowClient
 

@@ -43,6 +43,7 @@ def _mlflow_creates(db, cwd) -> None:
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_new_store_equals_the_one_mlflow_creates(tmp_path, monkeypatch):
     from fairmiss.tracking import Tracker
 
@@ -88,6 +89,7 @@ def test_unusable_cache_leaves_the_store_to_mlflow(tmp_path, monkeypatch):
     assert t.client.get_run(run).info.status == "FINISHED"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2])
 def test_concurrent_first_stores_share_one_template(tmp_path, n):
     """Processes creating new stores at once (and building the template at once) all succeed."""
