@@ -65,14 +65,9 @@ def _plain(value: Any, key: str) -> Any:
 def _write_yaml(config: Mapping[str, Any], directory: Path) -> Path:
     import yaml
 
-    data = _plain(config, "")
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".yaml.tmp", dir=directory)
-    with os.fdopen(fd, "w") as f:
-        yaml.safe_dump(data, f, sort_keys=False)
-    path = directory / "config.yaml"
-    os.replace(tmp, path)
-    return path
+    from fairmiss.io import atomic_write_text
+
+    return atomic_write_text(directory / "config.yaml", yaml.safe_dump(_plain(config, ""), sort_keys=False))
 
 
 def run(config: str | Path | Mapping[str, Any], *, quick: bool = False, results_dir: str | Path = "results",

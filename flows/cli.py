@@ -68,6 +68,9 @@ def _study_path(name: str):
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     p = safe_child(STUDIES_DIR, f"{name}.yaml", what="study name")
+    if not Path(STUDIES_DIR).is_dir():
+        raise ConfigError(f"{STUDIES_DIR}: no such directory here; studies are run from the project's root (a "
+                          f"checkout of fairmiss), or give a config file's path")
     if not p.exists():
         known = sorted(x.stem for x in Path(STUDIES_DIR).glob("*.yaml"))
         raise ConfigError(f"{p}: no such study '{name}'; known studies: {', '.join(known)}")
@@ -99,7 +102,8 @@ def _cmd_report(args) -> int:
     def go():
         # a config path (read from anywhere; what is written goes under --results-dir/<experiment>) or a
         # study name (a safe name under params/studies)
-        cfg_path = args.name if Path(args.name).suffix in (".yaml", ".yml") else str(_study_path(args.name))
+        cfg_path = (args.name if Path(args.name).suffix in (".yaml", ".yml") or Path(args.name).is_file()
+                    else str(_study_path(args.name)))  # an existing file is a config whatever its name
         from flows.report import build_report
 
         path = build_report(cfg_path, quick=args.quick, results_dir=args.results_dir,
@@ -184,8 +188,10 @@ def _starter_config(args) -> str:
         if not args.categorical:  # text columns (not the label / group / dropped ones) become categorical
             rest = [c for c in header if c not in drop and c not in (args.label, args.group)]
             try:  # the strict reader (validate / run) checks the whole file; this only samples its columns
+                keep = set(rest)  # header names as the strict reader takes them: stripped of spaces
                 sample = (pd.read_parquet(f, columns=rest) if kind == "parquet"
-                          else pd.read_csv(f, usecols=rest, dtype=str, keep_default_na=False, nrows=5000))
+                          else pd.read_csv(f, usecols=lambda c: c.strip() in keep, dtype=str, keep_default_na=False,
+                                           nrows=5000).rename(columns=str.strip))
             except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
                 raise ConfigError(f"{f}: cannot be read as {'Parquet' if kind == 'parquet' else 'CSV'}: "
                                   f"{' '.join(str(exc).split())[:300]}") from None
@@ -231,6 +237,8 @@ def _cmd_ingest_file(args) -> int:
     def go():
         text = _starter_config(args)  # everything checked before anything is written
         out = Path(args.out or Path(args.dataset.split("?")[0]).with_suffix(".yaml").name)
+        if "://" not in args.dataset and os.path.realpath(out) == os.path.realpath(args.dataset):
+            raise ConfigError(f"{out}: --out is the data file itself; not overwritten (choose a .yaml path)")
         if out.exists() and not args.force:
             raise ConfigError(f"{out}: exists; not overwritten (use --force, or --out another file)")
         atomic_write_text(out, text)
@@ -239,6 +247,8 @@ def _cmd_ingest_file(args) -> int:
 
 
 def _cmd_ingest(args) -> int:
+    from pathlib import Path
+
     if _looks_like_file(args.dataset):
         return _cmd_ingest_file(args)
     from fairmiss.datasets import fetch
@@ -254,6 +264,9 @@ def _cmd_ingest(args) -> int:
             try:
                 variant = get_variant(name)
             except KeyError as exc:
+                if Path(name).suffix or Path(name).exists():  # a file, not a dataset's name
+                    raise ConfigError(f"{name}: ingest reads your own data from a .csv or .parquet file, got "
+                                      f"'{Path(name).suffix or Path(name).name}'") from None
                 raise ConfigError(str(exc.args[0])) from None
             for rf in variant.raw_files:
                 if rf.filename in seen:
@@ -407,9 +420,10 @@ def _cmd_worker(args) -> int:
         print("fairmiss: error: the `dask` command is not installed beside this Python (pip install distributed)",
               file=sys.stderr)
         return 2
-    if not re.fullmatch(r"(tcp|tls|inproc|ucx|ws|wss)://\S+|\S+:\d+", args.scheduler):
-        print(f"fairmiss: error: worker: {args.scheduler!r} is not a Dask scheduler address "
-              "(e.g. tcp://10.0.0.5:8786)", file=sys.stderr)
+    m = re.fullmatch(r"(?:(?:tcp|tls|ucx|ws|wss)://)?(\[[0-9a-fA-F:.]+\]|[^\s/:\[\]]+):(\d{1,5})", args.scheduler)
+    if m is None or not 1 <= int(m[2]) <= 65535:  # scheme, host and port checked here, not by Dask's traceback
+        print(f"fairmiss: error: worker: {args.scheduler!r} is not a Dask scheduler address: [tcp|tls|ucx|ws|wss]://"
+              "HOST:PORT with a port 1-65535 (e.g. tcp://10.0.0.5:8786)", file=sys.stderr)
         return 2
     from fairmiss.cpu import pin_blas_kernel
 
@@ -579,6 +593,13 @@ def _cmd_compare(args) -> int:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
 
     def go():
+        retries = os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"]
+        if not retries.strip().isdigit():
+            raise ConfigError(f"MLFLOW_HTTP_REQUEST_MAX_RETRIES '{retries}': not a whole number of retries")
+        if args.plot:  # a path no figure can be written to: refused before the store is read
+            from fairmiss.io import check_output_file
+
+            check_output_file(args.plot)
         from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
         from fairmiss.tracking import read_cell_runs, store_location
 
@@ -604,8 +625,13 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_server(args) -> int:
-    from flows.server import main_cli
+    from flows.server import main_cli, state_dir
 
+    try:
+        state_dir()  # FAIRMISS_STATE_DIR a file, or not writable: said first (status would read "not running")
+    except ConfigError as exc:
+        print(f"fairmiss: error: {exc}", file=sys.stderr)
+        return 2
     return main_cli(args.action, port=args.port, timeout=args.timeout, ui_port=args.ui_port, mlflow=not args.no_mlflow,
                     force=args.force)
 

@@ -173,7 +173,13 @@ def check_store(uri: str) -> None:
     import tempfile
 
     from fairmiss.config import ConfigError
+    from fairmiss.config.experiment import TRACKING_SCHEMES
 
+    scheme = uri.split("://", 1)[0].split("+", 1)[0].lower() if "://" in uri else ""
+    if scheme not in TRACKING_SCHEMES:  # a config's tracking.uri is checked at parse: this one is the variable's
+        raise ConfigError(f"MLFLOW_TRACKING_URI '{uri[:200]}': not a tracking store MLflow can use: give "
+                          f"sqlite:///PATH (a local store), http(s)://HOST:PORT (an MLflow server) or another of "
+                          f"the schemes {', '.join(TRACKING_SCHEMES)}")
     if uri.startswith(("http://", "https://")):
         import urllib.error
         import urllib.request

@@ -84,7 +84,13 @@ def state_dir() -> Path:
         base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         d = str(Path(base) / "fairmiss")
     p = Path(d)
-    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:  # a file there, no permission: one line naming the variable
+        from fairmiss._errors import ConfigError
+
+        what = f"{ENV_STATE_DIR} {p}" if os.environ.get(ENV_STATE_DIR) else f"the servers' state directory {p}"
+        raise ConfigError(f"{what}: cannot be used as a directory: {exc.strerror or exc}") from None
     return p
 
 

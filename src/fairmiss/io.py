@@ -85,6 +85,8 @@ def output_dir_problem(path: str | os.PathLike, what: str) -> str | None:
     if p.exists() and not p.is_dir():
         return f"{p}: {what} is not a directory"
     parent = next((q for q in p.absolute().parents if q.exists()), None)
+    if not str(path).strip():
+        return f"{what}: an empty path; give a directory (e.g. results)"
     if not p.exists() and parent is not None and not parent.is_dir():
         return f"{p}: {what}: {parent} is a file, not a directory"
     probe = p if p.exists() else parent
@@ -120,6 +122,26 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fairmiss"
 
 
+def check_output_file(target: str | os.PathLike) -> Path:
+    """``target`` as a Path, if a file may be written there: a path that exists and is not a regular file (or a
+    link to one) raises :class:`~fairmiss._errors.OutputPathError` (a rename onto it would replace a device such as
+    ``/dev/null``, a FIFO or a socket with a plain file)."""
+    import stat
+
+    from fairmiss._errors import OutputPathError
+
+    target = Path(target)
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return target  # not there (or a dangling link): created
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
+                if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file")
+        raise OutputPathError(f"{target}: is {kind}, not a regular file; nothing written (choose a file path)")
+    return target
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``target``; on success rename it onto ``target``.
@@ -130,19 +152,7 @@ def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     or a socket with a plain file. A temporary file that cannot be created is reported under ``target``'s name,
     the path the user gave.
     """
-    import stat
-
-    from fairmiss._errors import OutputPathError
-
-    target = Path(target)
-    try:
-        mode = os.stat(target).st_mode
-    except OSError:
-        mode = None  # not there (or a dangling link): created
-    if mode is not None and not stat.S_ISREG(mode):
-        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
-                if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file")
-        raise OutputPathError(f"{target}: is {kind}, not a regular file; nothing written (choose a file path)")
+    target = check_output_file(target)
     made = [d for d in (target.parent, *target.parent.parents) if not d.exists()]  # deepest first
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,9 @@ from flows.cli import main
     (["server", "restart"], "server: argument action: invalid choice: 'restart'"),
     (["run", "--bogus"], "unrecognized arguments: --bogus"),
     (["worker", "not-an-address"], "worker: 'not-an-address' is not a Dask scheduler address"),
+    # Dask's own answers were a 110-line retry loop (port out of range) and a traceback (unknown scheme)
+    (["worker", "tcp://127.0.0.1:99999"], "'tcp://127.0.0.1:99999' is not a Dask scheduler address"),
+    (["worker", "foo://127.0.0.1:8786"], "'foo://127.0.0.1:8786' is not a Dask scheduler address"),
     (["server", "start", "--timeout", "-5"], "invalid number of seconds (above 0, at most 86400) value: '-5'"),
     (["ui", "--timeout", "nan"], "ui: argument --timeout: invalid number of seconds"),
     (["serve", "--timeout", "inf"], "serve: argument --timeout: invalid number of seconds"),

@@ -147,3 +147,82 @@ def test_a_bad_quick_override_is_found_by_validate_and_named_by_run(tmp_path):
     cfg["quick"] = {"split": {"n_splits": 1}}
     p.write_text(yaml.safe_dump(cfg))
     assert run_cli("validate", str(p), cwd=tmp_path).returncode == 0
+
+
+def test_ingest_never_writes_its_config_over_the_data_file(tmp_path):
+    data = tmp_path / "credit.csv"
+    data.write_bytes((ROOT / "examples" / "own_data" / "credit.csv").read_bytes())
+    before = data.read_bytes()
+    for out in ("credit.csv", "x/../credit.csv"):  # ``x`` does not exist: still the same file
+        _one_error(run_cli(*INGEST[:1], str(data), *INGEST[2:], out, cwd=tmp_path), "--out is the data file itself")
+    assert data.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["credit.csv"]
+
+
+def test_ingest_of_a_file_of_another_type_says_so(tmp_path):
+    (tmp_path / "credit.txt").write_text("a,b\n1,2\n")
+    _one_error(run_cli("ingest", "credit.txt", "--label", "a", "--group", "b", cwd=tmp_path), "credit.txt",
+               ".csv or .parquet", "'.txt'")
+
+
+def test_compare_refuses_a_plot_path_that_is_not_a_file_before_reading(tmp_path):
+    (tmp_path / "pd").mkdir()
+    for plot, words in (("/dev/null", "is a device"), ("pd", "is a directory")):
+        _one_error(run_cli("compare", "x", "--plot", plot, cwd=tmp_path), plot, words, "nothing written")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)  # was replaced by a plain file (a figure) before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pd"]  # no store opened, nothing written
+
+
+def test_bad_environment_variables_are_named(tmp_path):
+    cfg = str(ROOT / "params" / "compas_default.yaml")
+    for uri in ("::garbage::", str(tmp_path)):
+        _one_error(run_cli("run", cfg, cwd=tmp_path, env={"MLFLOW_TRACKING_URI": uri}), "MLFLOW_TRACKING_URI",
+                   "not a tracking store")
+    _one_error(run_cli("compare", "x", "--tracking-uri", "http://127.0.0.1:9", cwd=tmp_path,
+                       env={"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "abc"}), "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "'abc'")
+    _one_error(run_cli("run", cfg, "--results-dir", "", cwd=tmp_path), "--results-dir", "an empty path")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("text", ['{"trunc', "", "[1, 2]"])
+def test_report_on_a_damaged_metrics_file_is_one_line(tmp_path, text):
+    out = tmp_path / "results" / "compas_default"
+    out.mkdir(parents=True)
+    (out / "metrics.json").write_text(text)
+    _one_error(run_cli("report", str(ROOT / "params" / "compas_default.yaml"), "--no-mlflow", cwd=tmp_path),
+               "metrics.json", "not a results file fairmiss wrote")
+
+
+def test_a_state_directory_that_is_a_file_is_named_by_every_server_command(tmp_path):
+    blocker = tmp_path / "state"
+    blocker.write_text("")
+    for action in ("status", "stop", "start"):  # status and stop said "not running", exit 0; start: a traceback
+        _one_error(run_cli("server", action, "--timeout", "5", env={"FAIRMISS_STATE_DIR": str(blocker)}),
+                   f"FAIRMISS_STATE_DIR {blocker}", "cannot be used as a directory")
+
+
+@pytest.mark.parametrize("kind", ["gzip", "utf16"])
+def test_a_compressed_or_utf16_file_is_called_what_it_is(tmp_path, kind):
+    import gzip
+
+    text = (ROOT / "examples" / "own_data" / "credit.csv").read_text()
+    f = tmp_path / "d.csv"
+    f.write_bytes(gzip.compress(text.encode()) if kind == "gzip" else text.encode("utf-16"))
+    _one_error(run_cli("ingest", str(f), "--label", "default", "--group", "sex", cwd=tmp_path), str(f),
+               "gzip-compressed" if kind == "gzip" else "UTF-16 text")
+
+
+def test_ingest_takes_a_header_with_spaces_after_the_commas(tmp_path):
+    lines = (ROOT / "examples" / "own_data" / "credit.csv").read_text().splitlines(keepends=True)
+    f = tmp_path / "ws.csv"
+    f.write_text(lines[0].replace(",", ", ") + "".join(lines[1:]))  # pandas' "Usecols do not match" before
+    r = run_cli("ingest", str(f), "--label", "default", "--group", "sex", "--positive", "yes", "--drop", "name",
+                "--out", str(tmp_path / "ws.yaml"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert run_cli("validate", str(tmp_path / "ws.yaml"), cwd=tmp_path).returncode == 0
+
+
+def test_report_and_study_outside_a_checkout(tmp_path):
+    conf = tmp_path / "c.conf"  # an existing file is a config whatever its suffix (validate takes it too)
+    conf.write_text((ROOT / "params" / "compas_default.yaml").read_text())
+    _one_error(run_cli("report", str(conf), "--no-mlflow", cwd=tmp_path), "no results to report on")
+    _one_error(run_cli("study", "no_such_study", cwd=tmp_path), "params/studies: no such directory here")

@@ -60,6 +60,11 @@ def read_text_strict(path: Path, *, expected: str = "", header: bool = False) ->
         raise DatasetError(f"{path}: cannot be read (permission denied)") from exc
     if not data.strip():
         raise DatasetError(f"{path}: empty file" + (f"; expected {expected}" if expected else ""))
+    packed = {b"\x1f\x8b": "gzip-compressed (decompress it first: gunzip)", b"PK\x03\x04": "a ZIP archive (unpack it first)",
+              b"\xff\xfe": "UTF-16 text (save it as UTF-8)", b"\xfe\xff": "UTF-16 text (save it as UTF-8)"}
+    for magic, what in packed.items():  # said as such, not as a stray byte of a Latin-1 file
+        if data.startswith(magic):
+            raise DatasetError(f"{path}: the file is {what}; a data file must be comma-separated UTF-8 text")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -325,7 +325,15 @@ def html_report(out_dir: Path, *, title: str, fairness_metric: str, references=N
     mpath = out_dir / "metrics.json"
     if not mpath.exists():
         raise FileNotFoundError(f"{mpath}: no results to report on (run the study first)")
-    meta = json.loads(mpath.read_text())
+    try:
+        meta = json.loads(mpath.read_text())
+        if not isinstance(meta, dict):
+            raise ValueError(f"a JSON {type(meta).__name__}, not an object")
+    except ValueError as exc:  # truncated, empty or not fairmiss's: one line, not a traceback
+        from fairmiss._errors import ConfigError
+
+        raise ConfigError(f"{mpath}: not a results file fairmiss wrote ({' '.join(str(exc).split())[:120]}); "
+                          f"run the experiment again (--force)") from None
     cm = out_dir / "cell_metrics.csv"
     long = pd.read_csv(cm) if cm.exists() else pd.DataFrame(
         columns=["key", "split", "missingness", "method", "metric", "group", "value"])

@@ -14,8 +14,6 @@ through ``pyplot``: no global figure state, safe in worker threads, no display n
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -49,17 +47,12 @@ def save_figure(fig: Figure, path, *, dpi: int = 120) -> Path:
     Path
         ``path``.
     """
+    from fairmiss.io import atomic_path
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format="png", dpi=dpi)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path, suffix=".tmp") as tmp:  # refuses a device, FIFO or directory at ``path``
+        fig.savefig(tmp, format="png", dpi=dpi)
     logger.info("wrote figure %s", path)
     return path
 
