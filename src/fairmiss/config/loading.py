@@ -140,6 +140,7 @@ def load_study_config(path: str | Path, *, quick: bool = False):
         if not isinstance(study, str) or study not in STUDIES:
             raise ConfigError(f"{path}: invalid config: study: unknown study {study!r}; known: "
                               f"{', '.join(STUDIES.kinds())}")
+        _check_int_sizes(data, source)
         try:
             cfg = STUDIES[study].build(data)
         except ValidationError as exc:
@@ -241,6 +242,7 @@ def _names_to_codes(data: dict, source) -> dict:
 def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    _check_int_sizes(data, source)
     data = _names_to_codes(data, source)
     try:
         cfg = ExperimentConfig.model_validate(data)
@@ -254,6 +256,19 @@ def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
     check_dataset_spec(cfg.dataset, source)
     check_columns(cfg, source)
     return cfg
+
+
+def _check_int_sizes(value, source, key: str = "") -> None:
+    """An integer that does not fit 64 bits (``max_depth: 1000000000000000000000000000000``) is a config error
+    naming its key: every value reaches numpy or a C library, where it would fail in every cell instead."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_int_sizes(v, source, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_int_sizes(v, source, f"{key}.{i}")
+    elif isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+        raise ConfigError(f"{source}: {key}: {value} does not fit a 64-bit integer")
 
 
 def check_dataset_spec(spec: DatasetSpec, source: str | Path = "<dict>") -> None:

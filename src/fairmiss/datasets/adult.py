@@ -271,6 +271,7 @@ ADULT_000 = register(
         },
         options={"mode": "legacy", "missing": "drop", "balance": True, "balance_seed": 0,
                  "binarize_marital": False},
+        option_domains={"mode": ("legacy", "clean"), "missing": ("drop", "keep")},
     )
 )
 
@@ -333,5 +334,6 @@ ADULT_004 = register(
         label_encoding={0: "<=50K", 1: ">50K"},
         expected_rows=45222,
         options={"missing": "drop", "standardize": True},
+        option_domains={"missing": ("drop", "keep")},
     )
 )

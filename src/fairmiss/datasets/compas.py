@@ -228,6 +228,7 @@ COMPAS_002 = register(
         label_encoding={0: "no recidivism", 1: "recidivated within two years"},
         expected_rows=6172,
         options={"filter": "propublica", "standardize": True},
+        option_domains={"filter": ("propublica", "none")},
     )
 )
 
@@ -316,6 +317,7 @@ COMPAS_003 = register(
         numeric_ranges={"race_code": (0, len(RACES) - 1), "r_charge_degree": (0, len(CHARGE_DEGREES) - 1),
                         "vr_charge_degree": (0, len(CHARGE_DEGREES) - 1), "age": (0, 120)},
         options={"filter": "none"},
+        option_domains={"filter": ("propublica", "none")},
     )
 )
 

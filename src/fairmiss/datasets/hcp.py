@@ -216,5 +216,6 @@ HCP_SYNTHETIC = register(
         expected_rows=1056,
         synthetic=True,
         options={"n": 1056, "seed": 0, "signal": 0.5, "scanner_shift": 0.8, "prevalence": 0.30},
+        option_domains={"n": (50, 10_000_000), "prevalence": (0.01, 0.99)},
     )
 )

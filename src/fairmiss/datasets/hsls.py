@@ -161,6 +161,8 @@ HSLS_000 = register(
         label_encoding={0: "bottom half of X1TXMSCR", 1: "top half of X1TXMSCR"},
         expected_rows=None,
         options={"multiracial": "drop", "label_split": "rank", "scale": "none"},
+        option_domains={"multiracial": ("drop", "urm", "wa"), "label_split": ("rank", "above_median"),
+                        "scale": ("none", "minmax")},
     )
 )
 
@@ -239,5 +241,6 @@ HSLS_SYNTHETIC = register(
         expected_rows=N_URM + N_WA,
         synthetic=True,
         options={"n": N_URM + N_WA, "seed": 0},
+        option_domains={"n": (50, 10_000_000)},
     )
 )

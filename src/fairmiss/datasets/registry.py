@@ -55,6 +55,10 @@ class DatasetVariant:
     #: the group column, the columns a config may intersect (``dataset: {name: compas_000, group: [race, sex]}``,
     #: :func:`regrouped`)
     protected: dict[str, dict[int, str]] = field(default_factory=dict)
+    #: the values an option may take, checked at config load with its type (``validate`` refuses the rest):
+    #: ``{option: ("a", "b")}`` for a choice, ``{option: (low, high)}`` (inclusive, ``None`` = unbounded) for a
+    #: number. Any option whose name ends in ``seed`` is a non-negative integer below 2**32 without saying so.
+    option_domains: dict[str, tuple] = field(default_factory=dict)
 
     @property
     def columns(self) -> list[str]:
@@ -84,6 +88,18 @@ class DatasetVariant:
                 ok, want = True, ""
             if not ok:
                 out.append((str(k), f"must be {want} (default {default!r}), got {val!r}"))
+                continue
+            dom = self.option_domains.get(k, (0, 2**32 - 1) if str(k).endswith("seed") else None)
+            if dom is None:
+                continue
+            if all(isinstance(d, str) for d in dom):
+                if val not in dom:
+                    out.append((str(k), f"must be one of {', '.join(repr(d) for d in dom)}, got {val!r}"))
+            elif (dom[0] is not None and val < dom[0]) or (dom[1] is not None and val > dom[1]):
+                lo, hi = dom
+                rng = f"between {lo} and {hi}" if lo is not None and hi is not None else \
+                    f"at least {lo}" if lo is not None else f"at most {hi}"
+                out.append((str(k), f"must be {rng}, got {val!r}"))
         return out
 
     def build(self, raw_dir: Path | None = None, *, allow_download: bool = True, **options) -> tuple[pd.DataFrame, dict]:
@@ -203,7 +219,7 @@ def regrouped(variant: DatasetVariant, cols: list[str]) -> DatasetVariant:
         group=group, group_encoding=group_encoding, label=variant.label, label_encoding=variant.label_encoding,
         expected_rows=variant.expected_rows,
         numeric_ranges={k: v for k, v in variant.numeric_ranges.items() if k not in cols},
-        synthetic=variant.synthetic, options=variant.options)
+        synthetic=variant.synthetic, options=variant.options, option_domains=variant.option_domains)
 
 
 def registered() -> list[DatasetVariant]:
