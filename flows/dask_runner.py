@@ -1,4 +1,4 @@
-"""``execution.task_runner: dask``: prefect-dask's runner, started as the flow starts, and the check that a
+"""``execution.task_runner: dask``: prefect-dask's runner, and the check that a
 running cluster (``execution.dask_address``) computes as this machine does (:func:`check_cluster`).
 
 Imported only when a config asks for Dask, so the other runners never import prefect-dask and distributed.
@@ -6,16 +6,9 @@ Imported only when a config asks for Dask, so the other runners never import pre
 
 from __future__ import annotations
 
-import logging
-import os
-import threading
-
 from prefect_dask import DaskTaskRunner
 
 from flows import errors
-from tasks.experiment import warm_worker
-
-logger = logging.getLogger(__name__)
 
 
 def numerics() -> dict[str, str]:
@@ -62,76 +55,20 @@ def check_cluster(address: str, *, config_path: str = "<config>", timeout: float
     return len(theirs)
 
 
-class EagerDaskTaskRunner(DaskTaskRunner):
-    """prefect-dask's ``DaskTaskRunner``, but the cluster starts (or is connected to) as the flow starts, and every
-    worker then imports the cell path (:func:`tasks.experiment.warm_worker`), in a background thread.
-
-    prefect-dask creates its cluster on the first ``submit``: after the flow has started and built its data; the
-    workers then import Prefect and fairmiss before the first split can run (~2.8 s of a 4-cell run's critical
-    path on 2 cores, seen). Here both overlap the flow's start and its data task.
-
-    - The client is created under a lock, so a ``submit`` arriving first waits for the same cluster instead of
-      starting a second one.
-    - An error starting the cluster is left to that ``submit``: it creates the client again and raises the error
-      as before (logged at debug level here).
-    - Only the flow's own process starts early: Prefect's engine enters a duplicate of the flow's runner (which
-      keeps the settings), and the flow travels pickled with its runner to the workers, where Prefect enters a
-      duplicate around each task; that one must stay lazy (a cluster started from inside a worker), so the start
-      is tied to the process id that built the runner.
-    - On exit the runner waits for the start to end (at most 120 s) before closing the cluster.
-    - ``eager=False`` keeps prefect-dask's lazy start (the flow passes it for a local cluster without a core to
-      spare beside the workers: ``flows.experiment._core_to_spare``).
-    """
-
-    def __init__(self, *args, warm: tuple = ((), ()), eager: bool = True, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._warm = warm  # (imputer specs, learner specs): warm_worker's arguments
-        self._eager_pid = os.getpid() if eager else None  # eager=False: prefect-dask's lazy start, as before
-        self._client_lock = threading.Lock()
-        self._starter: threading.Thread | None = None
-
-    def duplicate(self):
-        dup = super().duplicate()
-        dup._warm, dup._eager_pid = self._warm, self._eager_pid
-        return dup
-
-    def __getstate__(self):  # pickled with the flow: no lock, no thread
-        state = self.__dict__.copy()
-        state.pop("_client_lock", None)
-        state["_starter"] = None
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._client_lock = threading.Lock()
-
-    @property
-    def client(self):
-        with self._client_lock:
-            return DaskTaskRunner.client.fget(self)
-
-    def _start(self) -> None:
-        try:
-            self.client.run(warm_worker, *self._warm)  # on every worker, once
-        except Exception as exc:  # noqa: BLE001 -- the first submit raises it again, as its own error
-            logger.debug("early Dask start failed (the first task will report it): %s", exc)
+class QuietDaskTaskRunner(DaskTaskRunner):
+    """prefect-dask's ``DaskTaskRunner`` as it ships (the cluster starts, or is connected to, on the first
+    ``submit``), except that the workers of a local cluster print no task-run INFO lines on the console
+    (:func:`flows.errors.quiet_worker_consoles`; Prefect's own log keeps them)."""
 
     def __enter__(self):
-        self._quiet_console = errors.quiet_worker_consoles()  # a local cluster's workers: no task-run INFO lines
+        self._quiet_console = errors.quiet_worker_consoles()
         try:
-            super().__enter__()
+            return super().__enter__()
         except BaseException:  # no __exit__ follows a failed __enter__: the console setting is undone here
             errors.restore_worker_consoles(self._quiet_console)
             raise
-        if os.getpid() == self._eager_pid:
-            self._starter = threading.Thread(target=self._start, name="fairmiss-dask-start", daemon=True)
-            self._starter.start()
-        return self
 
     def __exit__(self, *exc):
-        if self._starter is not None:
-            self._starter.join(120)
-            self._starter = None
         try:
             super().__exit__(*exc)
         finally:

@@ -38,7 +38,7 @@ from fairmiss.tracking.groups import GROUP_TAG, coded_metrics
 from flows import errors
 from flows.errors import check_all_failed
 from flows.fastcheck import finished_cell_keys, run_fingerprint  # pure (no Prefect): shared with the fast up-to-date check
-from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task, warm_worker
+from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
 
 logger = logging.getLogger(__name__)
 
@@ -54,18 +54,6 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
     :func:`multiprocessing.active_children`; Python 3.14's ``ProcessPoolExecutor.terminate_workers`` will do it
     directly.)
     """
-
-    def __init__(self, *args, prewarm: int = 0, warm: tuple = ((), ()), **kwargs):
-        super().__init__(*args, **kwargs)
-        self._prewarm = min(int(prewarm), self._max_workers)
-        self._warm = warm  # (imputer specs, learner specs): tasks.experiment.warm_worker's arguments
-        self._warm_pid = os.getpid()  # the flow's process: the only one that warms (see __enter__)
-
-    def duplicate(self):
-        # Prefect's flow engine enters a duplicate of this runner, not the runner itself: the warm-up must travel
-        dup = super().duplicate()
-        dup._prewarm, dup._warm, dup._warm_pid = self._prewarm, self._warm, self._warm_pid
-        return dup
 
     def __enter__(self):
         # With Prefect's ephemeral API (no PREFECT_API_URL), every spawned worker started a temporary API
@@ -85,17 +73,6 @@ class StoppableProcessPoolTaskRunner(ProcessPoolTaskRunner):
         except BaseException:  # no __exit__ follows a failed __enter__: undo the environment here
             self._restore_env()
             raise
-        # Start the workers now. The executor spawns a worker only when a task arrives, and a spawned
-        # worker then imports Prefect and fairmiss (~2–3 s) before its first task; here that overlaps the flow's
-        # start and its data task instead of following them (the first split and cell start that much sooner).
-        # ``prewarm`` = min(max_workers, cells): never more workers than the run could use.
-        # Only in the flow's process: Prefect also enters a duplicate of the flow's runner inside every worker,
-        # around each task it runs there (the flow is pickled with its runner), and a warm-up there spawned workers
-        # of the worker, which the task then waited ~5 s to shut down (seen, py-spy).
-        executor = getattr(self, "_executor", None)
-        if executor is not None and os.getpid() == self._warm_pid:
-            for _ in range(self._prewarm):
-                executor.submit(warm_worker, *self._warm)
         return runner
 
     def __exit__(self, exc_type, exc_value, traceback):
@@ -144,12 +121,11 @@ class StoppableThreadPoolTaskRunner(ThreadPoolTaskRunner):
         if exc_type is not None and executor is not None:
             for event in self._cancel_events.values():
                 event.set()
-            running = sum(1 for t in getattr(executor, "_threads", ()) if t.is_alive())
             executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
             errors.ABANDONED = True
-            logging.getLogger(__name__).warning("flow stopping (%s): not waiting for %d task thread(s)",
-                                                exc_type.__name__, running)
+            logging.getLogger(__name__).warning("flow stopping (%s): not waiting for the task threads",
+                                                exc_type.__name__)
         super().__exit__(exc_type, exc_value, traceback)
 
 
@@ -303,33 +279,25 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def _core_to_spare(max_workers: int) -> bool:
-    """Whether this machine has a core beside the workers (for the flow and the tracking writer): only then do the
-    workers start and import as the flow starts. Where they do not, every process's imports compete for the same
-    cores and starting early only reorders the work; measured on 2 cores (paired rounds, bench/results/
-    p_prewarm_paired.md and p_dask_eager_paired.md): 2 workers gained nothing (process pool: first cell 7.65 ->
-    7.54 s; local Dask cluster, 8 forests: 18.35 -> 19.32 s), 1 Dask worker gained 1.1 s (26.34 -> 25.26 s)."""
-    return (os.cpu_count() or 1) > max_workers
+def _task_runner(cfg: ExperimentConfig):
+    """The config's task runner: Prefect's thread or process pool (stopping their workers when the flow stops
+    abnormally), or prefect-dask's runner on a local cluster it starts or on ``execution.dask_address``.
 
+    Workers start when the first task reaches them (the executors' and prefect-dask's own lazy start). Starting
+    them as the flow starts was measured on 2 cores and gained nothing with 2 workers (every process's imports
+    compete for the same cores; first cell 7.65 -> 7.54 s, 8 forests on a local Dask cluster 18.35 -> 19.32 s,
+    paired rounds) and 1.1 s of 26 s with 1 Dask worker, so the runners are used as their libraries ship them."""
+    ex = cfg.execution
+    if ex.task_runner == "dask":
+        from flows.dask_runner import QuietDaskTaskRunner  # prefect-dask only when the config asks for Dask
 
-def _task_runner(cfg: ExperimentConfig, n_cells: int | None = None):
-    """The config's task runner; ``n_cells`` (default: every cell of ``cfg``) caps the process pool's warm-up."""
-    if cfg.execution.task_runner == "dask":
-        from flows.dask_runner import EagerDaskTaskRunner  # prefect-dask only when the config asks for Dask
-
-        warm = (tuple(cfg.imputers), tuple(cfg.learners))
-        if cfg.execution.dask_address:  # a running cluster: connecting early costs this machine nothing
-            return EagerDaskTaskRunner(warm=warm, address=cfg.execution.dask_address)
-        return EagerDaskTaskRunner(warm=warm, eager=_core_to_spare(cfg.execution.max_workers),
-                                   cluster_kwargs={"n_workers": cfg.execution.max_workers, "threads_per_worker": 1,
+        if ex.dask_address:
+            return QuietDaskTaskRunner(address=ex.dask_address)
+        return QuietDaskTaskRunner(cluster_kwargs={"n_workers": ex.max_workers, "threads_per_worker": 1,
                                                    "processes": True, "dashboard_address": None})
-    if cfg.execution.task_runner == "process":
-        spare = _core_to_spare(cfg.execution.max_workers)
-        return StoppableProcessPoolTaskRunner(
-            max_workers=cfg.execution.max_workers,
-            prewarm=(sum(1 for _ in cfg.cells()) if n_cells is None else n_cells) if spare else 0,
-            warm=(tuple(cfg.imputers), tuple(cfg.learners)))
-    return StoppableThreadPoolTaskRunner(max_workers=cfg.execution.max_workers)
+    if ex.task_runner == "process":
+        return StoppableProcessPoolTaskRunner(max_workers=ex.max_workers)
+    return StoppableThreadPoolTaskRunner(max_workers=ex.max_workers)
 
 
 class WarningLog(logging.Handler):
@@ -381,18 +349,28 @@ class WarningLog(logging.Handler):
 
 @flow(name="fairmiss-experiment")
 def experiment_flow(config_path: str, results_dir: str = "results", processed_dir: str = "processed",
-                    raw_dir: str | None = None, quick: bool = False, skip_if_unchanged: bool = False) -> dict:
+                    raw_dir: str | None = None, quick: bool = False, skip_if_unchanged: bool = False,
+                    config_hash: str | None = None) -> dict:
     """Run one experiment config. ``skip_if_unchanged`` (used by scheduled deployments): do nothing
     when a FINISHED parent run with the same fingerprint (config, raw data, code version) exists.
+    ``config_hash`` (set by ``fairmiss run``, which checked the config before the flow started): the file must
+    still parse to that config, else the flow stops before computing (the file changed in between).
     Library warnings raised during the run are logged to the parent run as ``warnings.txt``."""
     errors.quiet_prefect_console()  # a run started by `fairmiss serve` or a deployment: the console `run` has
     with WarningLog() as warned:
-        return _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if_unchanged, warned)
+        return _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if_unchanged, warned,
+                           config_hash)
 
 
-def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if_unchanged, warned) -> dict:
+def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if_unchanged, warned,
+                config_hash=None) -> dict:
     log = get_run_logger()
     cfg = load_config(config_path, quick=quick)
+    if config_hash is not None and cfg.config_hash != config_hash:
+        from fairmiss.config import ConfigError
+
+        raise ConfigError(f"{config_path}: the file changed after the command checked it (config hash "
+                          f"{config_hash[:12]} -> {cfg.config_hash[:12]}); nothing was run, run the command again")
     out_dir = safe_child(results_dir, cfg.experiment, what="experiment")
     fingerprint = run_fingerprint(cfg)
     if skip_if_unchanged:
@@ -800,13 +778,17 @@ def up_to_date_mlflow(cfg: ExperimentConfig, results_dir: str | Path = "results"
             "failed": [], "skipped": True, "up_to_date": True}
 
 
-def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool = False, **kw) -> dict:
+def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool = False,
+                   checked: ExperimentConfig | None = None, **kw) -> dict:
     """Validate the config first (clear error, nothing started), then run the flow — unless the results
     and the MLflow runs are already up to date (:func:`up_to_date`; ``force=True`` runs anyway, and cells
-    are then still reused from the store when ``execution.resume`` is on)."""
-    cfg = load_config(config_path, quick=quick)
+    are then still reused from the store when ``execution.resume`` is on).
+
+    ``checked``: the config :func:`flows.run.prepare_run` already parsed and found not up to date (the
+    command's path): neither is done again here, and the flow refuses the file if it no longer parses to it."""
+    cfg = checked if checked is not None else load_config(config_path, quick=quick)
     safe_child(kw.get("results_dir", "results"), cfg.experiment, what="experiment")
-    if not force and cfg.execution.resume:
+    if checked is None and not force and cfg.execution.resume:
         done = up_to_date(cfg, kw.get("results_dir", "results"))
         if done is not None:
             logger.info("%s: up to date (results in %s, MLflow parent run %s); nothing to run — use --force to "
@@ -826,4 +808,6 @@ def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool 
     # the tracking writer imports MLflow and opens the store while Prefect starts the flow and the data are built
     prestart_writer(("fairmiss.pipeline",), uri=cfg.tracking.uri,
                     experiment_name=cfg.tracking.experiment_name or cfg.experiment)
+    if checked is not None:
+        kw["config_hash"] = cfg.config_hash
     return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), quick=quick, **kw)

@@ -154,7 +154,11 @@ def _finished(out_dir: Path, config_hash: str) -> dict | None:
 
 def up_to_date_fast(cfg, results_dir: str | Path = "results") -> dict | str | None:
     """The finished run a re-run would only repeat (the dict of :func:`flows.experiment.up_to_date`),
-    ``None`` when there is none, or :data:`UNKNOWN` when only MLflow can tell (a non-SQLite store)."""
+    ``None`` when there is none, or :data:`UNKNOWN` when only MLflow can tell (a non-SQLite store).
+
+    What the SQL buys over MLflow's client (the same answer for ``params/compas_default.yaml`` once parsed,
+    up to date, 2-core machine, 2026-11-28, 3 runs each): 17 ms against 1.41-1.50 s for importing MLflow,
+    opening the store and searching the parent run."""
     return _answer(Path(results_dir) / cfg.experiment, cfg.config_hash, cfg.tracking.uri,
                    cfg.tracking.experiment_name or cfg.experiment, lambda: run_fingerprint(cfg))
 
@@ -198,6 +202,8 @@ def _answer(out_dir: Path, config_hash: str, config_uri: str | None, experiment_
 # fingerprint), of deployed models (``mlflow_model``: another store) and with ``execution.resume: false``
 # (no up-to-date check at all) get no receipt. The results files and the store are read afresh each time
 # (:func:`_answer`), exactly as by :func:`up_to_date_fast`.
+# What it buys (an up-to-date `fairmiss run params/compas_default.yaml`, 2-core machine, 2026-11-28, 3 runs each):
+# 0.18-0.22 s with the receipt, 2.25-2.64 s without it (parsing imports scikit-learn; the SQL check is the rest).
 # ---------------------------------------------------------------------------------------------------------
 
 _RECEIPT_VERSION = "fairmiss-receipt-1"

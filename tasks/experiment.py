@@ -116,22 +116,3 @@ def fit_evaluate_task(cfg, cells, data, splits, threads: int = 1, sink=None) -> 
             sink.end(cells[0].key)  # the batch is over (also on an exception): the flow stops waiting for it
             sink.done()
     return None if sink is not None else out
-
-
-
-def warm_worker(imputers: tuple = (), learners: tuple = ()) -> None:
-    """Run once in each process-pool worker as the flow starts (``flows.experiment.StoppableProcessPoolTaskRunner``).
-    Unpickling this function imports this module, hence Prefect and :mod:`fairmiss.pipeline` with every
-    kind's spec; building (not fitting) the config's imputers and learners then imports what their factories import
-    lazily (e.g. Pyomo for the Fair MIP Forest, fairlearn's reductions, XGBoost). A spawned worker otherwise does
-    these seconds of imports when the first split task reaches it, after the flow has built its data. Errors are
-    left to the cell that builds the same thing, which reports them as its own."""
-    from fairmiss.impute.build import make_imputer
-    from fairmiss.learners.build import make_learner
-
-    for build in [lambda s=s: make_imputer(s, 0) for s in imputers] + \
-                 [lambda s=s: make_learner(s, 0, feature_names=[]) for s in learners]:
-        try:
-            build()
-        except Exception:  # noqa: BLE001 -- the cell building it reports the error
-            pass

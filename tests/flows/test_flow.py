@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import requests
@@ -89,7 +90,7 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
         # labelled per-group confusion matrices: TN/FP/FN/TP per named group, adding up to the test split
         (tmp / r.info.run_id).mkdir(exist_ok=True)
         local = client.download_artifacts(r.info.run_id, "confusion_matrices.json", str(tmp / r.info.run_id))
-        cm = json.loads(open(local).read())
+        cm = json.loads(Path(local).read_text())
         assert [(g["group"], g["name"]) for g in cm["groups"]] == [("0", "Black"), ("1", "White")]
         assert all(g["TN"] + g["FP"] + g["FN"] + g["TP"] == g["n"] > 0 for g in cm["groups"])
         # the dataset as an MLflow input: name, digest = processed-data hash, source = the raw file
@@ -104,12 +105,12 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
     part = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"summary_table.json", "cells_table.json"} <= part
     local = client.download_artifacts(parent.info.run_id, "summary_table.json", str(tmp))
-    table = json.loads(open(local).read())
+    table = json.loads(Path(local).read_text())
     assert table["columns"][:6] == ["missingness", "method", "accuracy_mean", "accuracy_se", "fnr_difference_mean",
                                     "fnr_difference_se"]
     assert len(table["data"]) == 2
     local = client.download_artifacts(parent.info.run_id, "cells_table.json", str(tmp))
-    cells = json.loads(open(local).read())
+    cells = json.loads(Path(local).read_text())
     assert cells["columns"][0] == "method" and len(cells["data"]) == 4
     # the model round-trips through MLflow and predicts like the cell did
     import mlflow.sklearn
@@ -301,3 +302,22 @@ def test_outputs_staged_and_a_failing_report_loses_no_cell(tmp_path, monkeypatch
     with sqlite3.connect(db) as c:
         reused = c.execute("select value from tags where key = 'n_reused'").fetchall()
     assert ("2",) in reused
+
+
+def test_the_flow_refuses_a_config_that_changed_after_the_command_checked_it(tmp_path):
+    """``fairmiss run`` parses and checks the config once, then hands the flow the config hash it found: a file
+    edited in between (while Prefect starts) is refused before anything is computed or written, instead of
+    running a config nothing checked."""
+    import yaml
+
+    from fairmiss.config import ConfigError, load_config
+
+    path = small_config(tmp_path)
+    checked = load_config(path)
+    data = yaml.safe_load(path.read_text())
+    data["seed"] = 8
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"changed after the command checked it.*nothing was run"):
+        run_experiment(path, checked=checked, results_dir=str(tmp_path / "results"),
+                       processed_dir=str(tmp_path / "processed"))
+    assert not (tmp_path / "results").exists() and not (tmp_path / "processed").exists()
