@@ -9,11 +9,20 @@ mean ± SE over splits per (imputer variant, learner) and decides spec 000's B4c
 
     python bench/knn_ties.py params/studies/000_fig2_compas.yaml --splits 10 \
         --learners baseline_tree_d3 agarwal_eps0.01 hardt_eo zafar_tau0.001 ... --out bench/results/knn_ties.md
+
+With ``--out``, also writes the same numbers as JSON beside the Markdown (``knn_ties.json``: ``meta`` with
+command, date, load average, threads and versions; ``results``, one flat object per (imputer variant,
+learner), unrounded; ``claims``, the B4c verdict per tie rule).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
 import sys
 import time
 import warnings
@@ -36,6 +45,25 @@ def _sklearn_knn(spec, seed):
     return KNNImputer(n_neighbors=spec.n_neighbors, add_indicator=spec.add_indicator, keep_empty_features=True)
 
 
+def _jsonable(v):
+    """A plain Python number (NaN as ``None``) for numpy scalars and floats; anything else unchanged."""
+    if isinstance(v, (np.integer, np.floating)):
+        v = v.item()
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def write_json(rows, meta, out, claims=()):
+    """Write ``{"meta": meta, "results": rows, "claims": claims}`` to ``out`` (sorted keys, 2-space indent,
+    NaN as null)."""
+    doc = {"meta": {k: _jsonable(v) for k, v in meta.items()},
+           "results": [{k: _jsonable(v) for k, v in r.items()} for r in rows],
+           "claims": [{k: _jsonable(v) for k, v in c.items()} for c in claims]}
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n",
+                   encoding="utf-8")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("config")
@@ -48,6 +76,7 @@ def main(argv=None) -> int:
     data = pipeline.prepare(cfg.dataset, processed_dir=Path("processed"))
     variants = {"knn": ("average", None), "knn_lowest": ("lowest_index", None), "knn_sklearn": (None, _sklearn_knn)}
     rows, ties = [], []
+    started, load_start = dt.datetime.now(), os.getloadavg()
     t0 = time.perf_counter()
     original = impute.IMPUTERS["knn"]
     for split_i in range(args.splits):
@@ -78,23 +107,42 @@ def main(argv=None) -> int:
         print(f"split {split_i} done, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     cells = pd.DataFrame(rows)
     g = cells.groupby(["imputer", "learner"])[["accuracy", cfg.fairness_metric]]
-    summary = g.mean().join(g.sem(), rsuffix="_se").round(4)
+    full = g.mean().join(g.sem(), rsuffix="_se")
+    summary = full.round(4)
+    wall = time.perf_counter() - t0
     lines = [f"# k-NN tie rules on `{args.config}` ({args.splits} splits; {time.perf_counter() - t0:.0f} s)", "",
              "Command: `python bench/knn_ties.py " + " ".join(argv or sys.argv[1:]) + "`", "",
              summary.to_markdown(), ""]
     # B4c once per k-NN variant: Zafar + mean vs Zafar + (that variant)
+    claims = []
     for name in variants:
         sub = cells[cells["imputer"].isin(["mean", name])].replace({"imputer": {name: "knn"}})
         try:
             cl = figure2_claims(sub, "compas")
             b4c = cl[cl["claim"] == "B4c"].iloc[0]
             lines.append(f"- B4c with `{name}`: verdict {b4c['verdict']} — {b4c['evidence']}")
+            claims.append({"claim": "B4c", "imputer": name, "verdict": b4c["verdict"], "evidence": b4c["evidence"]})
         except Exception as exc:  # noqa: BLE001 - a bench reports, it does not stop
             lines.append(f"- B4c with `{name}`: not decided ({exc})")
+            claims.append({"claim": "B4c", "imputer": name, "verdict": "not decided", "evidence": str(exc)})
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
         Path(args.out).write_text(text)
+        import sklearn
+
+        meta = {"command": "python bench/knn_ties.py " + " ".join(argv or sys.argv[1:]),
+                "date": started.strftime("%Y-%m-%d %H:%M"), "config": args.config, "splits": args.splits,
+                "wall_seconds": round(wall, 1), "learners": list(args.learners),
+                "fairness_metric": cfg.fairness_metric, "aggregate": "mean and standard error over splits",
+                "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+                "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+                "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+                "loadavg_start": list(load_start), "loadavg_end": list(os.getloadavg()),
+                "python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__,
+                "scikit-learn": sklearn.__version__}
+        results = [{"imputer": imp, "learner": learner, **r} for (imp, learner), r in full.to_dict("index").items()]
+        write_json(results, meta, Path(args.out).with_suffix(".json"), claims)
     return 0
 
 
