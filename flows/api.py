@@ -1,9 +1,12 @@
 """Run a config from Python (a notebook): the same Prefect flow as ``fairmiss run`` / ``python -m flows.run``.
 
->>> from flows.api import run
->>> res = run("params/compas_default.yaml", quick=True)
->>> res.cells.head()          # one row per cell (split x missingness x imputer x learner)
->>> res.parent_run_id         # the MLflow parent run (children: one run per cell)
+```python
+from flows.api import run
+
+res = run("params/compas_default.yaml", quick=True)
+res.cells.head()    # one row per cell: split x missingness x imputer x learner
+res.parent_run_id   # the MLflow parent run; its children: one run per cell
+```
 
 ``config`` is a path or a dict (the YAML as a dict). A dict is written to a YAML file first (atomically, in
 a temporary directory), since the flow, MLflow and the results record the config path. This module is

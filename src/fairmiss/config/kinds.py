@@ -8,21 +8,12 @@ it lists added kinds and plugins too and never goes stale (``tests/config/test_k
 
 from __future__ import annotations
 
-import typing
 
 from pydantic.fields import PydanticUndefined
 
 __all__ = ["describe_kinds"]
 
 _SKIP_FIELDS = {"kind"}
-
-
-def _type_name(ann) -> str:
-    text = getattr(ann, "__name__", None) if not typing.get_args(ann) else None
-    text = text or repr(ann)
-    for junk in ("typing.", "Annotated[", "<class '", "'>", "NoneType"):
-        text = text.replace(junk, "" if junk != "NoneType" else "None")
-    return text.replace(" | None", " | None")
 
 
 def _fields(spec) -> str:

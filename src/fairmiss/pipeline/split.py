@@ -83,6 +83,3 @@ def _warn_test_split(test: pd.DataFrame, data: Processed, split_index: int, metr
     except DatasetError as exc:
         logger.warning("%s: the gaps of this split are NaN (undefined), not 0", exc)
 
-
-def _masked_columns(spec) -> list[str]:
-    return masked_columns(spec)

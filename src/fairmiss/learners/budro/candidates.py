@@ -184,33 +184,71 @@ def knn_candidates(Z, *, k: int = 32, random_state=0) -> CandidateSet:
     return _sorted_uniform(n, k + 1, rows, cols, costs, radius)
 
 
-def _thresholds(A, Bs, sample, k, step=256):
+def _thresholds(A, Bs, sample, k, step=256, head=512):
     """Per query row, the ``k``-th smallest distance to the sample (home excluded): an upper
-    bound of its true ``k``-th nearest distance."""
-    n = A.shape[0]
+    bound of its true ``k``-th nearest distance.
+
+    Selected in two stages, with the same value as one selection over the whole row: the
+    ``k``-th smallest among the first ``head`` sample columns bounds the row's ``k``-th smallest
+    from above, so the values ``<=`` that bound (about ``k * m / head`` per row) contain the
+    row's ``k`` smallest; only they are compacted (padded with ``inf``) and selected again."""
+    n, m = A.shape[0], Bs.shape[1]
     tau = np.empty(n, dtype=np.float32)
     spos = np.full(n, -1, dtype=np.intp)  # position of each point in the sample (-1: not sampled)
     spos[sample] = np.arange(len(sample))
+    two_stage = m >= 2 * head and head > k
     for s in range(0, n, step):
         e = min(n, s + step)
         Ds = A[s:e] @ Bs
         pj = spos[s:e]
         hit = np.flatnonzero(pj >= 0)
         Ds[hit, pj[hit]] = np.inf  # home
+        if two_stage:
+            ub = np.partition(Ds[:, :head], k - 1, axis=1)[:, k - 1]
+            M = Ds <= ub[:, None]
+            cnt = np.count_nonzero(M, axis=1)
+            # (else, e.g. many tied distances: the single selection below)
+            if np.isfinite(ub).all() and 4 * int(cnt.max()) <= m:
+                f = np.flatnonzero(M)  # row by row
+                start = np.cumsum(cnt) - cnt
+                # slot of survivor f (row r) in the padded (rows, max count) array
+                slot = np.arange(len(f))
+                slot += np.repeat(np.arange(e - s) * int(cnt.max()) - start, cnt)
+                P = np.full((e - s, int(cnt.max())), np.inf, dtype=Ds.dtype)
+                P.ravel()[slot] = np.take(Ds.ravel(), f)
+                P.partition(k - 1, axis=1)
+                tau[s:e] = P[:, k - 1]
+                continue
         Ds.partition(k - 1, axis=1)
         tau[s:e] = Ds[:, k - 1]
     return tau
 
 
-def _first_k(key, n_rows, k, cbits, row_shift):
+def _first_k_block(key, r0, n_rows, k, cbits, row_shift):
     """Rows' first ``k`` packed keys (sorted) -> neighbour columns and float32 k-th distance, or
-    ``(None, None)`` if some row has fewer than ``k`` keys."""
-    key.sort()
-    # row r's keys start at the first key >= r << row_shift (no shifted copy of the keys)
-    start = np.searchsorted(key, np.arange(n_rows, dtype=np.uint64) << np.uint64(row_shift))
-    if np.diff(np.r_[start, len(key)]).min() < k:
+    ``(None, None)`` if some row has fewer than ``k`` keys.
+
+    For keys whose rows are ``r0 .. r0 + n_rows - 1`` (a few hundred keys per row): the keys are
+    grouped by row (a stable 16-bit radix argsort of the local row), laid out in a padded
+    ``(n_rows, max count)`` array, and only every row's ``k`` smallest are selected and sorted:
+    the same result as sorting all the keys and taking every row's first ``k``."""
+    if not len(key):
         return None, None
-    sel = key[start[:, None] + np.arange(k)]
+    loc = (key >> np.uint64(row_shift)).astype(np.int64)
+    loc -= r0
+    cnt = np.bincount(loc, minlength=n_rows)
+    if len(cnt) > n_rows or cnt.min() < k:
+        return None, None
+    order = np.argsort(loc.astype(np.uint16) if n_rows <= 1 << 16 else loc, kind="stable")
+    width = int(cnt.max())
+    start = np.cumsum(cnt) - cnt
+    slot = np.arange(len(key))
+    slot += np.repeat(np.arange(n_rows) * width - start, cnt)
+    P = np.full((n_rows, width), np.iinfo(np.uint64).max, dtype=np.uint64)
+    P.ravel()[slot] = np.take(key, order)
+    if width > k:
+        P.partition(k - 1, axis=1)
+    sel = np.sort(P[:, :k], axis=1)
     nbr = (sel & np.uint64((1 << cbits) - 1)).astype(np.int64)
     rad = ((sel[:, -1] >> np.uint64(cbits)) & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
     return nbr, rad
@@ -236,14 +274,17 @@ def _knn_symmetric(A, Bt, Bs, sample, k, cbits, slack, tile: int = 1024, rows: i
     off-diagonal tile every row's ``tau`` is <= every column's: a pair survives for either side
     iff ``D <= tau_col``, and a single comparison (and a single scan of its flags) per tile finds
     the union, split between the two sides on the few survivors (``D <= tau_row`` for the row
-    side). Keys are packed with the original point indices, so ties are broken as before.
+    side). Keys are packed with the point's position in that order (it only groups a point's keys)
+    and the original neighbour index, so ties are broken as before (distance, then index).
     A tile's product is computed ``rows`` rows at a time (a 1 MB block stays in L2 for the
     comparison; the row split does not change the products, only which pair a tile computes)."""
     n = A.shape[0]
     tau = _thresholds(A, Bs, sample, k) + slack
     perm = np.argsort(tau, kind="stable")
     A, Bt, tau = A[perm], np.ascontiguousarray(Bt[:, perm]), tau[perm]
-    keys = []
+    # keys of the points at positions [b * tile, (b + 1) * tile) of the tau order, packed with
+    # that position (the row field only groups a point's keys) and the original column index
+    keys = [[] for _ in range(0, n, tile)]
     dbuf = np.empty(rows * tile, dtype=A.dtype)
     mbuf = np.empty(rows * tile, dtype=bool)
     for i0 in range(0, n, tile):
@@ -262,15 +303,25 @@ def _knn_symmetric(A, Bt, Bs, sample, k, cbits, slack, tile: int = 1024, rows: i
                     D[d, d + (r0 - j0)] = np.inf  # home is added separately
                     f = np.flatnonzero(np.less_equal(D, tau[r0:r1, None], out=M))
                     q, c = np.divmod(f, tj)
-                    keys.append(_pack(perm[r0 + q], np.take(D.ravel(), f, mode="clip"), perm[j0 + c], cbits))
+                    keys[i0 // tile].append(_pack(r0 + q, np.take(D.ravel(), f, mode="clip"), perm[j0 + c], cbits))
                     continue
                 f = np.flatnonzero(np.less_equal(D, tJ, out=M))  # tau_row <= tau_col: the union
                 v = np.take(D.ravel(), f, mode="clip")
                 q, c = np.divmod(f, tj)
-                keys.append(_pack(perm[j0 + c], v, perm[r0 + q], cbits))  # column side: all of them
+                keys[j0 // tile].append(_pack(j0 + c, v, perm[r0 + q], cbits))  # column side: all of them
                 rs = np.flatnonzero(v <= tau[r0 + q])
-                keys.append(_pack(perm[r0 + q[rs]], v[rs], perm[j0 + c[rs]], cbits))
-    return _first_k(np.concatenate(keys), n, k, cbits, 32 + cbits)  # (None, None) if a row has < k keys
+                keys[i0 // tile].append(_pack(r0 + q[rs], v[rs], perm[j0 + c[rs]], cbits))
+    nbr = np.empty((n, k), dtype=np.int64)
+    rad = np.empty(n, dtype=np.float32)
+    for b, i0 in enumerate(range(0, n, tile)):
+        i1 = min(n, i0 + tile)
+        nb, rb = _first_k_block(np.concatenate(keys[b]) if keys[b] else np.empty(0, np.uint64), i0, i1 - i0,
+                                k, cbits, 32 + cbits)
+        if nb is None:
+            return None, None  # a point has < k keys
+        keys[b] = None
+        nbr[perm[i0:i1]], rad[perm[i0:i1]] = nb, rb
+    return nbr, rad
 
 
 def _knn_rowblocks(A, Bt, Bs, sample, k, cbits):

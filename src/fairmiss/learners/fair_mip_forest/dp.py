@@ -133,11 +133,6 @@ class DPResult:
     root_splits: dict = field(default_factory=dict)
 
 
-def _min_err(N):
-    """Misclassifications of a leaf with cell counts N (..., 4) under its best label."""
-    return np.minimum(N[..., 0] + N[..., 1], N[..., 2] + N[..., 3])
-
-
 _BLAS: ThreadpoolController | None = None
 
 
