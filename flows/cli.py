@@ -33,6 +33,8 @@ from pathlib import Path
 from fairmiss._errors import ConfigError
 
 STUDIES_DIR = "params/studies"
+#: the commands that use fairmiss's cache directory (up-to-date receipts, the MLflow store template)
+CACHE_COMMANDS = ("run", "study", "report", "serve")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -425,6 +427,11 @@ def _cmd_worker(args) -> int:
         print(f"fairmiss: error: worker: {args.scheduler!r} is not a Dask scheduler address: [tcp|tls|ucx|ws|wss]://"
               "HOST:PORT with a port 1-65535 (e.g. tcp://10.0.0.5:8786)", file=sys.stderr)
         return 2
+    problem = _dask_worker_args_problem(args.scheduler, args.dask_args) or \
+        _scheduler_problem(args.scheduler, m[1], int(m[2]))
+    if problem is not None:
+        print(f"fairmiss: error: worker: {problem}", file=sys.stderr)
+        return 2
     from fairmiss.cpu import pin_blas_kernel
 
     kernel = pin_blas_kernel()
@@ -432,6 +439,68 @@ def _cmd_worker(args) -> int:
           f"{os.environ.get('OPENBLAS_NUM_THREADS')} BLAS thread(s)", file=sys.stderr, flush=True)
     os.execv(exe, [exe, "worker", args.scheduler, *args.dask_args])
     return 0  # not reached
+
+
+def _dask_worker_args_problem(scheduler: str, dask_args: list[str]) -> str | None:
+    """What ``dask worker`` would refuse in the arguments passed on to it (an unknown option, ``--nthreads abc``,
+    ``--nworkers abc``, a TLS file that does not exist), found with Dask's own command-line definition before the
+    process becomes the worker — Dask's answer was a traceback, exit 1. ``None`` when they are fine, and for
+    ``--help`` / ``--version`` (Dask prints them) and ``--preload`` (its modules are imported by the worker only)."""
+    if any(a in ("--help", "--version") or a.startswith("--preload") for a in dask_args):
+        return None
+    import click
+    from distributed.cli.dask_worker import main as dask_worker
+
+    try:
+        ctx = dask_worker.make_context("dask worker", [scheduler, *dask_args])
+    except click.exceptions.Exit:
+        return None
+    except click.ClickException as exc:
+        return f"{' '.join(exc.format_message().split())} (passed on to `dask worker`; see `dask worker --help`)"
+    n = ctx.params.get("n_workers")
+    if n is not None and n != "auto":
+        from dask.system import CPU_COUNT
+
+        try:
+            count = int(n)
+        except ValueError:
+            return f"--nworkers {n!r}: give a whole number of worker processes or 'auto' (passed on to `dask worker`)"
+        if (count if count >= 0 else CPU_COUNT + 1 + count) <= 0:
+            return (f"--nworkers {n}: no worker process would start (a negative count means CPU count + 1 + n; "
+                    f"{CPU_COUNT} CPUs here)")
+    return None
+
+
+def _scheduler_problem(address: str, host: str, port: int) -> str | None:
+    """``None`` once something accepts TCP connections at the scheduler's host and port (tcp, tls, ws, wss; ucx
+    is not probed), retried for Dask's connect timeout (``distributed.comm.timeouts.connect``, 30 s by default,
+    ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT``) as the worker itself would, so that a worker may still be
+    started while its scheduler starts; else the problem, in one line (the worker's answer was a 90-line
+    traceback after the same wait, exit 1). A host name that does not resolve is said at once."""
+    import socket
+    import time
+
+    if address.startswith("ucx://"):
+        return None
+    import dask
+    from dask.utils import parse_timedelta
+
+    wait = float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect", "30s"), default="seconds"))
+    host = host.strip("[]")
+    deadline = time.monotonic() + wait
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            with socket.create_connection((host, port), timeout=max(0.1, min(5.0, left))):
+                return None
+        except socket.gaierror as exc:
+            return f"{address}: the scheduler's host {host!r} is not known ({exc.strerror or exc})"
+        except OSError as exc:
+            reason = exc.strerror or str(exc) or type(exc).__name__
+        if left <= 0:
+            return (f"no Dask scheduler answers at {address} (tried for {wait:g} s: {reason}); start the scheduler "
+                    f"first (`dask scheduler`) or check the address")
+        time.sleep(min(0.5, max(left, 0.0)))
 
 
 def _cmd_ui(args) -> int:
@@ -783,6 +852,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     from fairmiss._registry import PluginError
 
+    if args.command in CACHE_COMMANDS:
+        from fairmiss.io import check_cache_dir
+
+        try:
+            check_cache_dir()  # FAIRMISS_CACHE_DIR a file: one line, before the command's own work
+        except ConfigError as exc:
+            print(f"fairmiss: error: {exc}", file=sys.stderr)
+            return 2
     try:
         code = args.fn(args)
         sys.stdout.flush()  # here, not at interpreter exit, so that a closed pipe is caught below

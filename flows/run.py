@@ -39,7 +39,9 @@ def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = F
     config and of the Paper 000 COMPAS study after the imports, 2-13 ms for the second). The flow gets the
     config hash found here and refuses a file that changed in between; nothing else parses it again."""
     from fairmiss.config import ExperimentConfig, load_study_config
+    from fairmiss.io import check_cache_dir
 
+    check_cache_dir()  # FAIRMISS_CACHE_DIR a file: said first, not ignored by every use of the cache
     cfg = load_study_config(config_path, quick=quick)
     check_output_dir(kw.get("results_dir", "results"), "--results-dir")
     check_output_dir(kw.get("processed_dir", "processed"), "--processed-dir")
@@ -76,18 +78,20 @@ def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = F
                         "run it again", cfg.experiment, done["results_dir"], done["parent_run_id"])
             return cfg, done
     if isinstance(cfg, ExperimentConfig):
-        check_data(cfg, kw.get("raw_dir"), kw.get("processed_dir", "processed"))
+        check_data(cfg, kw.get("raw_dir"), kw.get("processed_dir", "processed"), source=str(config_path))
     return cfg, None
 
 
-def check_data(cfg, raw_dir: str | None, processed_dir: str) -> None:
+def check_data(cfg, raw_dir: str | None, processed_dir: str, source: str | None = None) -> None:
     """The data's own checks before any server starts, when a flow is going to run and every raw file is on
     this machine (in the raw directory or the mirror): the table is built, its groups and classes checked and the
     validation gate run, as the flow's prepare step does — a one-group column, a class a metric needs that a group
     lacks, a malformed raw file answer in 1-3 s instead of after the Prefect server and the flow have started
     (8-25 s; ``processed/`` is written only for a table that passed). The flow's prepare step then reuses the
     built table and the gate's receipt (:func:`fairmiss.datasets.prepare.prepare`), ~10 ms for a built-in dataset.
-    Raw files still to download are left to the flow, whose acquire task retries network errors."""
+    Raw files still to download are left to the flow, whose acquire task retries network errors. The k-NN
+    imputers' ``n_neighbors`` are checked against the first split's rows here (naming ``source``, the config
+    file), and against every split's by the flow (:func:`fairmiss.pipeline.make_split`)."""
     from fairmiss import pipeline
     from fairmiss.datasets import get_variant
     from fairmiss.datasets.acquire import raw_status
@@ -102,6 +106,12 @@ def check_data(cfg, raw_dir: str | None, processed_dir: str) -> None:
                    allow_download=False, fairness_metric=cfg.fairness_metric)
     pipeline.check_extra_groups(cfg, data)
     check_group_count(cfg, data)
+    try:
+        train, test = pipeline.split_rows(cfg, data, 0)
+    except ValueError:  # a split the data cannot give: the flow's split step names it
+        train = test = None
+    if train is not None:
+        pipeline.check_knn_rows(cfg, data.df[data.group].to_numpy(), train, test, source=source)
     smoke_fit(cfg, data)
 
 

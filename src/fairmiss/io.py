@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["output_dir_problem", "cache_dir", "default_raw_dir", "mirror_dir", "atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash", "check_name",
+__all__ = ["output_dir_problem", "cache_dir", "check_cache_dir", "default_raw_dir", "mirror_dir", "atomic_path", "atomic_write_text", "atomic_write_json", "sha256_file", "stable_hash", "check_name",
            "safe_child", "SAFE_NAME", "SAFE_LABEL"]
 
 #: names that become one path component (experiment, tracking experiment, study, report, deployment):
@@ -120,6 +120,25 @@ def cache_dir() -> Path:
     if base:
         return Path(base)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fairmiss"
+
+
+def check_cache_dir() -> None:
+    """``$FAIRMISS_CACHE_DIR``, when set, can be the cache directory: it is a directory or can be made one (its
+    nearest existing ancestor is a directory). Otherwise a :class:`~fairmiss._errors.ConfigError` naming the
+    variable, checked before a command starts its work: every use of the cache would fail on its own and fall
+    back to working without it, silently (no up-to-date receipts, every new MLflow store migrated from scratch).
+    Reads only."""
+    base = os.environ.get("FAIRMISS_CACHE_DIR")
+    if not base:
+        return
+    p = Path(base)
+    blocker = next((d for d in (p, *p.parents) if d.exists() or d.is_symlink()), None)
+    if blocker is not None and not blocker.is_dir():
+        from fairmiss._errors import ConfigError
+
+        what = "a broken symbolic link" if not blocker.exists() else "a file, not a directory"
+        at = "it is" if blocker == p else f"{blocker} is"
+        raise ConfigError(f"FAIRMISS_CACHE_DIR {p}: cannot be used as a directory: {at} {what}")
 
 
 def check_output_file(target: str | os.PathLike) -> Path:

@@ -27,6 +27,9 @@ def _config(dataset: dict) -> dict:
     ("hcp_synthetic", {"prevalence": 2.0}, "dataset.options.prevalence: must be between 0.01 and 0.99"),
     ("adult_000", {"mode": "raw"}, "dataset.options.mode: must be one of 'legacy', 'clean'"),
     ("hsls_000", {"scale": "zscore"}, "dataset.options.scale: must be one of 'none', 'minmax'"),
+    # every row in one age group: refused only once the data were built, after the command had started
+    ("german_004", {"age_threshold": 500}, "dataset.options.age_threshold: must be between 20 and 75, got 500"),
+    ("german_004", {"age_threshold": -1}, "dataset.options.age_threshold: must be between 20 and 75, got -1"),
 ])
 def test_an_option_value_the_builder_cannot_use_is_a_config_error(name, options, words):
     with pytest.raises(ConfigError, match=f"^x.yaml: {words}".replace("(", r"\(").replace(")", r"\)")):
@@ -48,3 +51,17 @@ def test_an_integer_beyond_64_bits_is_named_at_load():
     cfg["learners"] = [{"kind": "decision_tree", "max_depth": 10**30}]  # every cell failed with OverflowError
     with pytest.raises(ConfigError, match=r"^x.yaml: learners.0.max_depth: 10{30} does not fit a 64-bit integer$"):
         parse_config(cfg, "x.yaml")
+
+
+def test_the_german_age_threshold_domain_is_where_both_groups_have_rows(mirror):
+    """``age_threshold`` of german_004 (group = age >= threshold): 20 … 75 are exactly the thresholds that leave
+    rows on both sides in the raw file (ages 19 … 75)."""
+    from fairmiss.datasets.german import read_german
+
+    age = read_german(mirror / "german.data")["age"]
+    lo, hi = get_variant("german_004").option_domains["age_threshold"]
+    assert (lo, hi) == (int(age.min()) + 1, int(age.max()))
+    for t in (lo, hi):
+        assert 0 < int((age >= t).sum()) < len(age)
+    for t in (lo - 1, hi + 1):
+        assert int((age >= t).sum()) in (0, len(age))

@@ -8,6 +8,12 @@ import pytest
 from flows.cli import main
 
 
+def _never_exec(*args):
+    """`fairmiss worker` becomes `dask worker` (exec) once its checks pass: here that would replace the test
+    process, so a check that lets a bad input through fails the test instead."""
+    raise AssertionError(f"the command went on to exec {args[1] if len(args) > 1 else args}")
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["server", "start", "--port", "99999"], "server: argument --port: invalid port (1-65535) value: '99999'"),
     (["server", "start", "--port", "0"], "invalid port (1-65535) value: '0'"),
@@ -18,12 +24,18 @@ from flows.cli import main
     # Dask's own answers were a 110-line retry loop (port out of range) and a traceback (unknown scheme)
     (["worker", "tcp://127.0.0.1:99999"], "'tcp://127.0.0.1:99999' is not a Dask scheduler address"),
     (["worker", "foo://127.0.0.1:8786"], "'foo://127.0.0.1:8786' is not a Dask scheduler address"),
+    # arguments passed on to `dask worker`: Dask's answer was a traceback, exit 1
+    (["worker", "tcp://127.0.0.1:8786", "--nworkers", "abc"], "worker: --nworkers 'abc': give a whole number"),
+    (["worker", "tcp://127.0.0.1:8786", "--nworkers", "0"], "worker: --nworkers 0: no worker process would start"),
+    (["worker", "tcp://127.0.0.1:8786", "--nthreads", "abc"], "worker: Invalid value for '--nthreads': 'abc'"),
+    (["worker", "tcp://127.0.0.1:8786", "--bogus"], "worker: No such option '--bogus'"),
     (["server", "start", "--timeout", "-5"], "invalid number of seconds (above 0, at most 86400) value: '-5'"),
     (["ui", "--timeout", "nan"], "ui: argument --timeout: invalid number of seconds"),
     (["serve", "--timeout", "inf"], "serve: argument --timeout: invalid number of seconds"),
 ])
 def test_usage_error_is_one_line(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FAIRMISS_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr("os.execv", _never_exec)
     try:
         code = main(argv)
     except SystemExit as exc:
@@ -92,3 +104,21 @@ def test_a_command_dying_of_a_fatal_signal_prints_its_stack():
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == -6, (p.returncode, p.stderr[-2000:])
     assert "Fatal Python error: Aborted" in p.stderr and 'in main' in p.stderr, p.stderr[-2000:]
+
+
+def test_a_worker_with_no_scheduler_at_its_address_is_one_line(capsys, monkeypatch):
+    """`fairmiss worker tcp://127.0.0.1:<closed port>`: Dask's worker retried for its connect timeout (30 s) and
+    ended with a 90-line traceback, exit 1. The address is now probed first, for the same timeout (here 1 s),
+    and the command says so in one line, exit 2, without becoming the worker."""
+    import dask
+
+    from conftest import free_port
+
+    monkeypatch.setattr("os.execv", _never_exec)
+    port = free_port()
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code = main(["worker", f"tcp://127.0.0.1:{port}"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"fairmiss: error: worker: no Dask scheduler answers at tcp://127.0.0.1:{port} "
+                               "(tried for 1 s: Connection refused)"), lines

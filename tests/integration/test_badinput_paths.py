@@ -226,3 +226,66 @@ def test_report_and_study_outside_a_checkout(tmp_path):
     conf.write_text((ROOT / "params" / "compas_default.yaml").read_text())
     _one_error(run_cli("report", str(conf), "--no-mlflow", cwd=tmp_path), "no results to report on")
     _one_error(run_cli("study", "no_such_study", cwd=tmp_path), "params/studies: no such directory here")
+
+
+def _knn_config() -> str:
+    d = yaml.safe_load((ROOT / "params" / "compas_default.yaml").read_text())
+    d["split"]["n_splits"] = 1
+    d["imputers"] = [{"kind": "knn", "n_neighbors": 5000}]  # COMPAS 000: 2944 training rows per split
+    return yaml.safe_dump(d, sort_keys=False)
+
+
+def _knn_case():
+    from badinput import BadInput
+
+    return BadInput("knn-more-neighbours-than-rows", ["run", "params/knn.yaml"],
+                    ["params/knn.yaml: imputers.0.knn.n_neighbors: 5000 neighbours", "2944 training rows",
+                     "mean imputation, not k-NN"],
+                    files={"params/knn.yaml": _knn_config()}, allow=("processed", "reports"), timeout=300)
+
+
+def test_a_knn_imputer_with_more_neighbours_than_training_rows_is_refused_before_any_cell(tmp_path):
+    """Before: the run finished, exit 0, and every k-NN cell had imputed column means (its accuracy equal to the
+    mean imputer's). `validate` cannot know the rows; `run` checks them once the table is built, before Prefect
+    or the store start."""
+    from badinput import check
+
+    out = check(_knn_case(), tmp_path)
+    assert not (out.project / "mlruns").exists()
+
+
+def _cache_case(command: list[str]):
+    from badinput import BadInput
+
+    return BadInput(f"cache-dir-a-file-{command[0]}", command, ["FAIRMISS_CACHE_DIR", "cachefile",
+                                                                 "cannot be used as a directory: it is a file"],
+                    env={"FAIRMISS_CACHE_DIR": "{project}/cachefile"}, files={"cachefile": "not a directory\n"},
+                    timeout=120)
+
+
+@pytest.mark.parametrize("command", [["run", "params/compas_default.yaml"], ["study", "003_decile_compas"],
+                                     ["report", "params/compas_default.yaml", "--no-mlflow"]],
+                         ids=lambda c: c[0])
+def test_a_cache_directory_that_is_a_file_is_named_before_anything_runs(command, tmp_path):
+    """Before: `run` ignored it silently (no up-to-date receipts, no store template) and finished, exit 0."""
+    from badinput import check
+
+    out = check(_cache_case(command), tmp_path)
+    assert (out.project / "cachefile").read_text() == "not a directory\n"
+    assert not (out.project / "mlruns").exists()
+
+
+def test_a_tracking_store_that_is_not_a_database_is_one_line(tmp_path):
+    """MLFLOW_TRACKING_URI naming a text file: SQLAlchemy's `DatabaseError: file is not a database` traceback,
+    exit 1, before; now one TrackingStoreError line naming the file, exit 2, the file untouched."""
+    from badinput import BadInput, check
+
+    d = yaml.safe_load((ROOT / "params" / "compas_default.yaml").read_text())
+    d["split"]["n_splits"] = 1
+    case = BadInput("store-not-a-database", ["run", "params/one.yaml"],
+                    ["MLflow tracking store", "store/notdb.db", "is not an SQLite database", "file is not a database"],
+                    env={"MLFLOW_TRACKING_URI": "sqlite:///{project}/store/notdb.db"},
+                    files={"params/one.yaml": yaml.safe_dump(d), "store/notdb.db": "a,b\n1,2\n"},
+                    allow=("store", "processed", "reports"), timeout=300)
+    out = check(case, tmp_path)
+    assert (out.project / "store" / "notdb.db").read_text() == "a,b\n1,2\n"

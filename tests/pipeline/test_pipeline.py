@@ -328,3 +328,28 @@ def test_a_cell_records_bootstrap_intervals_but_the_summary_does_not_move(data):
     assert cols[:len(pipeline.cells_table([bare]).columns)] == list(pipeline.cells_table([bare]).columns)
     assert cols[-4:] == ["accuracy_ci_low", "accuracy_ci_high", "equalized_odds_difference_ci_low",
                          "equalized_odds_difference_ci_high"]
+
+
+def test_a_knn_imputer_with_as_many_neighbours_as_rows_is_a_config_error_in_every_split(data):
+    """`n_neighbors` at least the rows the k-NN imputer is fitted on made every row a donor: each missing value
+    became its column's mean (scikit-learn's KNNImputer uses all donors without a word), under the k-NN label.
+    The flow's split step refuses it, naming the key and the rows: the training rows, each group's with
+    `per_group`, the test rows with `test_fit_on: test`."""
+    from fairmiss.config import ConfigError
+
+    c = parse_config({**BASE, "imputers": [{"kind": "mean"}], "learners": [{"kind": "decision_tree"}]})
+    tr, te = pipeline.split_rows(c, data, 0)
+    groups = np.unique(data.df[data.group].to_numpy()[tr], return_counts=True)[1]
+    for imputer, rows, where in [
+        ({"kind": "knn"}, len(tr), "training rows of split 0"),
+        ({"kind": "knn", "per_group": True}, int(groups.min()), "training rows of group"),
+        ({"kind": "knn", "test_fit_on": "test"}, len(te), "test rows of split 0"),
+    ]:
+        c = parse_config({**BASE, "imputers": [{"kind": "mean"}, {**imputer, "n_neighbors": rows}],
+                          "learners": [{"kind": "decision_tree"}]})
+        with pytest.raises(ConfigError, match=rf"^imputers\.1\.knn\.n_neighbors: {rows} neighbours, but the imputer "
+                                              rf"is fitted on the {rows} {where}.*mean imputation, not k-NN"):
+            pipeline.make_split(c, data, 0, c.missingness[0])
+        c = parse_config({**BASE, "imputers": [{**imputer, "n_neighbors": rows - 1}],
+                          "learners": [{"kind": "decision_tree"}]})
+        assert pipeline.make_split(c, data, 0, c.missingness[0]).train_idx.size == len(tr)

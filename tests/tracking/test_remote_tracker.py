@@ -86,3 +86,25 @@ def test_an_unusable_store_fails_at_the_first_call_as_tracker_does(tmp_path):
         assert str(remote.value) == str(local.value) and "not a database" in str(remote.value)
     finally:
         writer.abort(timeout=5.0)
+
+
+def test_a_store_file_that_is_not_a_database_is_one_tracking_store_error(tmp_path):
+    """A text file where the SQLite store should be: SQLAlchemy's `DatabaseError: file is not a database` reached
+    the user as a traceback (exit 1); it is now a TrackingStoreError (one line, exit 2) naming the file, from
+    Tracker() and from the writer process alike, and the file is left as it was."""
+    from fairmiss.tracking import Tracker
+
+    db = tmp_path / "notdb.db"
+    db.write_text("just some text\n")
+    with pytest.raises(TrackingStoreError) as local:
+        Tracker(f"sqlite:///{db}", "x")
+    msg = str(local.value)
+    assert msg.startswith(f"MLflow tracking store {db}: the file is not an SQLite database") and "\n" not in msg, msg
+    writer = CellWriter(uri=f"sqlite:///{db}", experiment_name="x")
+    try:
+        with pytest.raises(TrackingStoreError) as remote:
+            RemoteTracker(writer)
+        assert str(remote.value) == msg
+    finally:
+        writer.abort(timeout=5.0)
+    assert db.read_text() == "just some text\n"

@@ -174,6 +174,11 @@ def _format_errors(path: Path | str, exc: ValidationError) -> str:
             items.append(f"unknown key '{loc}'")
         elif err["type"] == "missing":  # the input pydantic echoes is the enclosing mapping: not worth a line
             items.append(f"{loc or '<root>'}: missing (a required key)")
+        elif err["type"] == "bool_not_number":  # raised for the whole mapping (fairmiss._spec): the key is in ctx
+            ctx = err.get("ctx") or {}
+            key = ".".join(x for x in (loc, str(ctx.get("key", ""))) if x)
+            items.append(f"{key}: Input should be {ctx.get('expected', 'a number')}, not true or false "
+                         f"(got {ctx.get('value')!r})")
         else:
             msg = " ".join(str(err["msg"]).split())
             if err["type"] == "value_error":  # our own validators' messages: pydantic prefixes "Value error, "

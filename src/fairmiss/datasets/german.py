@@ -12,7 +12,8 @@ rows (the authors' code standardises before splitting [GAP]), plus the binary ``
 column that the authors zero out in the features (option ``zero_age_bin``, default True):
 7 + 54 + 1 = **62 features**. Protected attribute age (kept, standardised, as a feature);
 group ``age_group``: 0 = age < 25, 1 = age ≥ 25 (Kamiran & Calders; AIF360's own default is
-age > 25 — option ``age_threshold``). Label ``credit_risk``: 1 = bad credit (30 %).
+age > 25 — option ``age_threshold``, 20 … 75: the thresholds that leave two groups, ages being
+19 … 75). Label ``credit_risk``: 1 = bad credit (30 %).
 The personal-status one-hots (``personal_status_A91`` …) are kept so 004's *status
 counterfactual* can be built with :func:`status_counterfactuals`; :data:`PERSONAL_STATUS`
 decodes them into sex and marital status.
@@ -207,6 +208,8 @@ GERMAN_004 = register(
         label_encoding={0: "good credit", 1: "bad credit"},
         expected_rows=1000,
         options={"standardize": True, "age_threshold": 25, "zero_age_bin": True},
+        # ages in german.data run from 19 to 75: a threshold outside 20..75 puts every row in one group
+        option_domains={"age_threshold": (20, 75)},
     )
 )
 

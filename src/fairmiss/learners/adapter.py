@@ -6,8 +6,10 @@ and factory live beside its estimator and register there.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import numpy as np
+from pydantic import Field
 from sklearn.base import clone
 from sklearn.model_selection import train_test_split
 
@@ -79,8 +81,9 @@ class Learner:
 
 class _LearnerBase(_Strict):
     name: SafeLabel | None = None
-    #: restrict this learner to the named imputers (labels); None pairs it with every imputer
-    imputers: list[str] | None = None
+    #: restrict this learner to the named imputers (labels); None pairs it with every imputer (an empty list
+    #: is refused: it would pair the learner with none, and the learner would silently have no cells)
+    imputers: Annotated[list[str], Field(min_length=1)] | None = None
 
     @property
     def label(self) -> str:

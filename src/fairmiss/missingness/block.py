@@ -11,7 +11,7 @@ the listed columns are missing together.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,7 @@ class MCARBlock(_Strict):
     #: share of rows whose listed columns are all missing
     rate: Rate | None = None
     #: per group value: share of that group's rows blocked (instead of ``rate``)
-    rates_by_group: dict[int, Rate] | None = None
+    rates_by_group: Annotated[dict[int, Rate], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _one_rate(self):

@@ -10,6 +10,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from fairmiss._spec import Rate, SafeLabel, _Strict
 from fairmiss.missingness._base import apply_mask, as_kw, check_columns, check_rate, empty_mask, rate_problems
@@ -21,7 +22,8 @@ __all__ = ["MCAR", "mcar"]
 class MCAR(_Strict):
     kind: Literal["mcar"] = "mcar"
     name: SafeLabel
-    rates: dict[str, Rate]
+    #: column -> rate; at least one column (an empty mapping would mask nothing)
+    rates: dict[str, Rate] = Field(min_length=1)
 
 
 def mcar(X: pd.DataFrame, rates: Mapping[str, float], rng: np.random.Generator):

@@ -8,10 +8,11 @@ count ⌊n_s p_s⌋ in the fixed-count modes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from fairmiss._spec import Rate, SafeLabel, _Strict
 from fairmiss.missingness._base import (MissingnessError, apply_mask, as_kw, check_columns, check_rate, empty_mask,
@@ -26,7 +27,9 @@ class MCARGroup(_Strict):
 
     kind: Literal["mcar_group"] = "mcar_group"
     name: SafeLabel
-    rates: dict[str, dict[int, Rate]]
+    #: column -> group -> rate; at least one column, each with at least one group (an empty mapping would mask
+    #: nothing)
+    rates: dict[str, Annotated[dict[int, Rate], Field(min_length=1)]] = Field(min_length=1)
     mode: Literal["bernoulli", "fixed_count", "fixed_count_nested"] = "bernoulli"
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from fairmiss._spec import Rate, SafeLabel, _Strict
 from fairmiss.missingness._base import apply_mask, as_kw, check_columns, check_rate, empty_mask
@@ -21,7 +22,7 @@ class MNARCensor(_Strict):
 
     kind: Literal["mnar_censor"] = "mnar_censor"
     name: SafeLabel
-    columns: list[str]
+    columns: list[str] = Field(min_length=1)
     rate: Rate
 
 

@@ -20,7 +20,7 @@ from fairmiss.pipeline.cell import (EXTRA_GROUP_GAPS, TIMING_KEYS, CellResult, _
                                     reused_result)
 from fairmiss.pipeline.impute_cache import (IMPUTE_CACHE, ImputationCache,  # noqa: F401
                                             _shared_imputation)
-from fairmiss.pipeline.split import SplitData, _warn_test_split, make_split  # noqa: F401
+from fairmiss.pipeline.split import SplitData, _warn_test_split, check_knn_rows, make_split, split_rows  # noqa: F401
 from fairmiss.pipeline.summary import (SUMMARY_METRICS, _extra_keys, cells_table, format_table, headline,  # noqa: F401
                                       gap_groups, one_split_intervals, summarise, tradeoff_table)
 

@@ -52,8 +52,8 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
     files = sorted((data.info or {}).get("raw_sha256") or {})
     where = f"dataset '{data.dataset}'" + (f" (raw file(s) {', '.join(files)})" if files else "")
     check_groups(df, data.group, data.label, where=where, fairness_metric=cfg.fairness_metric, binary_label=binary)
-    tr, te = split_indices(y, s, test_size=cfg.split.test_size, seed=seeds["split"] % (2**31),
-                           stratify=cfg.split.stratify)
+    tr, te = split_rows(cfg, data, split_index)
+    check_knn_rows(cfg, s, tr, te, split_index=split_index)
     # the training rows must hold two groups and two classes; a test split lacking a class in a group
     # only makes that split's gaps NaN (warned here and by fairmiss.metrics.evaluate), never 0
     check_groups(df.iloc[tr], data.group, data.label, where=f"{where}, split {split_index} (training rows)")
@@ -73,6 +73,48 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
     if all_missing:
         logger.warning("split %d, %s: columns entirely missing in train: %s", split_index, mlabel, all_missing)
     return SplitData(split_index, mlabel, tr, te, Xm, mask_summary(mask, s), seeds)
+
+
+def split_rows(cfg: ExperimentConfig, data: Processed, split_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """The training and test rows (positions) of split ``split_index``: seeded by the config's seed and the split
+    index only, stratified as ``split.stratify`` says (scikit-learn's ``ValueError`` when the data cannot give
+    the split)."""
+    df = data.df
+    seed = derive_seed(cfg.seed, "split", split_index)
+    return split_indices(df[data.label].to_numpy(), df[data.group].to_numpy(), test_size=cfg.split.test_size,
+                         seed=seed % (2**31), stratify=cfg.split.stratify)
+
+
+def check_knn_rows(cfg: ExperimentConfig, group, train_idx, test_idx, *, split_index: int = 0,
+                   source: str | None = None) -> None:
+    """Every k-NN imputer has fewer neighbours than the rows it is fitted on: the training rows of the split
+    (those of each group with ``per_group``; and the test rows with ``test_fit_on: test``). With ``n_neighbors``
+    at least that many rows every row is a donor, and each missing value becomes its column's mean — mean
+    imputation under the k-NN imputer's name (scikit-learn's ``KNNImputer`` uses all the donors there are without
+    a word). Raises :class:`~fairmiss.config.ConfigError` naming ``imputers.<i>.knn.n_neighbors``. A column with
+    fewer observed training values than ``n_neighbors`` (heavy missingness) still uses all of them, as in
+    scikit-learn: that depends on the drawn mask, not on the config."""
+    from fairmiss.config import ConfigError
+
+    group = np.asarray(group)
+    for i, imp in enumerate(cfg.imputers):
+        if imp.kind != "knn":
+            continue
+        fitted_on = [("training rows", np.asarray(train_idx))]
+        if imp.test_fit_on == "test":
+            fitted_on.append(("test rows", np.asarray(test_idx)))
+        for what, idx in fitted_on:
+            n, where = len(idx), what
+            if imp.per_group:
+                values, counts = np.unique(group[idx], return_counts=True)
+                j = int(np.argmin(counts))
+                n, where = int(counts[j]), f"{what} of group {values[j]} (per_group: true)"
+            if imp.n_neighbors >= n:
+                raise ConfigError(
+                    f"{source + ': ' if source else ''}imputers.{i}.knn.n_neighbors: {imp.n_neighbors} neighbours, "
+                    f"but the imputer is fitted on the {n} {where} of split {split_index}: every row would be a "
+                    f"donor and each missing value its column's mean (mean imputation, not k-NN); give fewer "
+                    f"than {n} neighbours, or use kind: mean")
 
 
 def _warn_test_split(test: pd.DataFrame, data: Processed, split_index: int, metric: str, binary: bool) -> None:

@@ -95,6 +95,12 @@ def _store_error(uri: str, exc: BaseException) -> TrackingStoreError | None:
                   errno.EEXIST: "a path component is a file, not a directory"}.get(exc.errno)
         if reason is None:
             return None
+    elif uri.startswith("sqlite:") and _not_a_database(exc):
+        # an existing file that SQLite cannot read as a database (a text file, a CSV, a damaged store): the
+        # store is opened by MLflow's own engine; nothing here opens the file (closing a descriptor of it would
+        # drop this process's SQLite locks)
+        reason = "the file is not an SQLite database (not an MLflow store); point the tracking URI at an " \
+                 "MLflow store, or at a path that does not exist yet for a new one"
     elif isinstance(exc, MlflowException) or "sqlalchemy" in type(exc).__module__:
         remote = uri.startswith(("http://", "https://"))
         if not any(p in low for p in (_SERVER_PROBLEMS if remote else _FILE_STORE_PROBLEMS)):
@@ -119,6 +125,21 @@ def _store_error(uri: str, exc: BaseException) -> TrackingStoreError | None:
     err = TrackingStoreError(f"MLflow tracking store {store_location(uri)}: {reason}: {text}")
     err.__cause__ = exc
     return err
+
+
+def _not_a_database(exc: BaseException) -> bool:
+    """``exc`` (or an exception it was raised from) is SQLite's "file is not a database": sqlite3's
+    ``DatabaseError``, or SQLAlchemy's / MLflow's wrapping of it."""
+    import sqlite3
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if (isinstance(exc, sqlite3.DatabaseError) or "sqlalchemy" in type(exc).__module__
+                or type(exc).__name__ == "MlflowException") and "file is not a database" in str(exc).lower():
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _guard_store(method):
