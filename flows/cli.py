@@ -33,8 +33,9 @@ from pathlib import Path
 from fairmiss._errors import ConfigError
 
 STUDIES_DIR = "params/studies"
-#: the commands that use fairmiss's cache directory (up-to-date receipts, the MLflow store template)
-CACHE_COMMANDS = ("run", "study", "report", "serve")
+#: the other commands that use fairmiss's cache directory (the MLflow store template); ``run`` and ``study`` check
+#: it in :func:`flows.run.prepare_run`, which every way of running a config goes through
+CACHE_COMMANDS = ("report", "serve")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
