@@ -184,13 +184,11 @@ def check_store(uri: str) -> None:
     import tempfile
 
     from fairmiss.config import ConfigError
-    from fairmiss.config.experiment import TRACKING_SCHEMES
+    from fairmiss._errors import tracking_uri_problem
 
-    scheme = uri.split("://", 1)[0].split("+", 1)[0].lower() if "://" in uri else ""
-    if scheme not in TRACKING_SCHEMES:  # a config's tracking.uri is checked at parse: this one is the variable's
-        raise ConfigError(f"MLFLOW_TRACKING_URI '{uri[:200]}': not a tracking store MLflow can use: give "
-                          f"sqlite:///PATH (a local store), http(s)://HOST:PORT (an MLflow server) or another of "
-                          f"the schemes {', '.join(TRACKING_SCHEMES)}")
+    problem = tracking_uri_problem(uri)  # a config's tracking.uri is checked at parse: this one is the variable's
+    if problem:
+        raise ConfigError(f"MLFLOW_TRACKING_URI '{uri[:200]}' {problem}")
     if uri.startswith(("http://", "https://")):
         import urllib.error
         import urllib.request

@@ -4,6 +4,7 @@ lost): the collector itself, and a real flow whose logistic regressions cannot c
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -46,5 +47,5 @@ def test_flow_logs_library_warnings_to_the_parent_run(tmp_path):
     run = t.client.get_run(out["parent_run_id"])
     assert int(run.data.tags["n_warnings"]) >= 1
     text = t.client.download_artifacts(out["parent_run_id"], "warnings.txt", str(tmp_path))
-    body = open(text).read()
+    body = Path(text).read_text()
     assert "converge" in body.lower(), body  # scikit-learn's ConvergenceWarning for max_iter=1

@@ -3,6 +3,8 @@ their values ("female · b"), and every gap is max - min over all of them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -110,9 +112,9 @@ def test_a_two_group_learner_is_refused_before_the_flow_when_intersections_make_
 
     path, _ = _csv(tmp_path)
     p = _cfg(tmp_path, {"file": str(path), "label": "y", "positive": "yes", "group": ["sex", "race"]})
-    d = yaml.safe_load(open(p))
+    d = yaml.safe_load(Path(p).read_text())
     d["learners"] = [{"kind": "fair_mip_forest", "name": "fmf", "n_trees": 1, "max_depth": 1}]
-    open(p, "w").write(yaml.safe_dump(d))
+    Path(p).write_text(yaml.safe_dump(d))
     with pytest.raises(ConfigError) as e:
         prepare_run(p, results_dir=str(tmp_path / "results"), processed_dir=str(tmp_path / "processed"))
     assert "fmf is defined for two groups" in str(e.value) and "6 groups" in str(e.value)

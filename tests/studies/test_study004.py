@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,7 +136,7 @@ def test_extra_groups_must_name_a_usable_column(mirror, tmp_path):
 def test_compas_quick_study_end_to_end(mirror, tmp_path):
     from flows.run import run_any
 
-    data = yaml.safe_load(open(COMPAS, encoding="utf-8"))
+    data = yaml.safe_load(Path(COMPAS).read_text(encoding="utf-8"))
     data["tracking"] = {"uri": f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}", "log_models": False}
     cfg = tmp_path / "004_table9_compas.yaml"
     cfg.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

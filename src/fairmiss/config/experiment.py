@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_serializer, model_validator
 from pydantic_core import PydanticCustomError
 
+from fairmiss._errors import TRACKING_SCHEMES, tracking_uri_problem  # noqa: F401 (re-exported)
 from fairmiss.io import stable_hash
 from fairmiss._spec import SafeName, _Strict
 from fairmiss.missingness.specs import NoMissingness, MissingnessSpec
@@ -177,7 +178,6 @@ FairnessMetric = Annotated[str, BeforeValidator(_known_fairness_metric),
 
 
 #: tracking URI schemes MLflow 3 can use as a tracking store (the plain file store is refused by MLflow 3)
-TRACKING_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks")
 
 
 class TrackingSpec(_Strict):
@@ -188,11 +188,9 @@ class TrackingSpec(_Strict):
     def _known_scheme(cls, v):
         if v is None:
             return v
-        scheme = v.split("://", 1)[0].split("+", 1)[0].lower() if "://" in v else ""
-        if scheme not in TRACKING_SCHEMES:
-            raise ValueError(f"'{v[:200]}' is not a tracking store MLflow can use: give sqlite:///PATH (a local "
-                             f"store), http(s)://HOST:PORT (an MLflow server) or another of the schemes "
-                             f"{', '.join(TRACKING_SCHEMES)}")
+        problem = tracking_uri_problem(v)
+        if problem:
+            raise ValueError(f"'{v[:200]}' {problem}")
         return v
     experiment_name: SafeName | None = None  # None: the config's experiment name
     log_models: bool = True

@@ -15,7 +15,7 @@ import mlflow
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from fairmiss._errors import ConfigError
+from fairmiss._errors import ConfigError, tracking_uri_problem
 from fairmiss._model_loader import set_model_loader
 from fairmiss.tracking.groups import GROUP_TAG, coded_metrics
 from fairmiss.tracking.store import DEFAULT_URI, _store_error, store_location
@@ -94,18 +94,13 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
     return sorted(by_key.values(), key=lambda r: (r["split"], r["key"])), info  # summarise's order
 
 
-#: URI schemes MLflow can read a tracking store from (MLflow 3 refuses the plain file store, ``file://`` or a path)
-_STORE_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks")
-
-
 def _check_readable_store(uri: str) -> None:
     """A read must not create anything: a store URI of a scheme MLflow cannot read, or a SQLite file that does not
     exist, is one :class:`ConfigError` naming it (opening a missing SQLite path would create an empty store)."""
-    scheme = uri.split(":", 1)[0].split("+", 1)[0].lower() if "://" in uri else ""
-    if scheme not in _STORE_SCHEMES:
-        raise ConfigError(f"tracking URI '{uri}': not a tracking store MLflow can read (sqlite:///path/mlflow.db, "
-                          "http://host:port, or a database URL such as postgresql://…)")
-    if scheme == "sqlite":
+    problem = tracking_uri_problem(uri)
+    if problem:
+        raise ConfigError(f"tracking URI '{uri[:200]}' {problem}")
+    if uri.lower().startswith("sqlite"):
         path = uri[len("sqlite:///"):].split("?", 1)[0] if uri.startswith("sqlite:///") else ""
         if path and path != ":memory:" and not Path(path).is_file():
             raise ConfigError(f"MLflow store {store_location(uri)}: no such database file (nothing was created)")

@@ -206,6 +206,9 @@ class CellWriter:
             self._proc.kill()
             self._proc.wait(5)
         self._reader.join(5)
+        if not self._reader.is_alive():  # EOF reached: the answers pipe is ours to close
+            with contextlib.suppress(Exception):
+                self._proc.stdout.close()
 
 
 class RemoteTracker:
