@@ -2,7 +2,8 @@
 
     fairmiss run [CONFIG]      run an experiment (default: params/compas_default.yaml)
     fairmiss study NAME        run a paper study from params/studies/ (--quick: small version)
-    fairmiss report NAME       rebuild a study's self-contained HTML report and log it to MLflow
+    fairmiss report NAME|CONFIG  rebuild the self-contained HTML report of a study (NAME) or of any config
+                               (its path) from its results, and log it to MLflow
     fairmiss ingest DATASET    fetch and verify raw files (official URL or FAIRMISS_DATA_MIRROR)
     fairmiss ingest FILE --label L --group G [--out CONFIG] [--force]   check your own CSV/Parquet, write a config
     fairmiss datasets          list dataset variants, raw-file status and how to get missing files
@@ -76,7 +77,9 @@ def _study_path(name: str):
                           f"checkout of fairmiss), or give a config file's path")
     if not p.exists():
         known = sorted(x.stem for x in Path(STUDIES_DIR).glob("*.yaml"))
-        raise ConfigError(f"{p}: no such study '{name}'; known studies: {', '.join(known)}")
+        hint = next((f" (the experiment of {c}? give that config's path)" for c in sorted(Path("params").glob("*.yaml"))
+                     if c.stem == name), "")
+        raise ConfigError(f"{p}: no such study '{name}'{hint}; known studies: {', '.join(known)}")
     return p
 
 
@@ -215,6 +218,8 @@ def _starter_config(args) -> str:
         v = ensure_registered(spec)
     except ValueError as exc:  # ConfigError / DatasetError too: named by the flag typed, not the config key
         msg = str(exc) if isinstance(exc, ConfigError) or str(exc).startswith(str(Path(f))) else f"{f}: {exc}"
+        if not args.categorical:  # the categorical columns were found here (text columns), not given by the user
+            msg = msg.replace("(dataset.categorical)", "(a text column, so categorical)")
         raise ConfigError(_INGEST_FLAG.sub(r"--\1", msg)) from None
     stem = Path(f.split("?")[0]).stem
     cfg = {"experiment": re.sub(r"[^A-Za-z0-9_-]+", "_", f"own_{stem}"),
@@ -348,6 +353,13 @@ def _cmd_serve(args) -> int:
         return 2
     api = os.environ.get("PREFECT_API_URL")
     if api:
+        from flows.server import healthy
+
+        if not healthy(api.rstrip("/").removesuffix("/api"), timeout=10):
+            print(f"fairmiss: error: PREFECT_API_URL {api}: no Prefect server answers at {api.rstrip('/')}/health; "
+                  "start it (`prefect server start`, or unset PREFECT_API_URL and `fairmiss serve` starts the local "
+                  "one)", file=sys.stderr)
+            return 2
         print(f"Prefect server: {api} (PREFECT_API_URL)")
     else:
         from flows import server
@@ -560,9 +572,21 @@ def _cmd_ui(args) -> int:
     env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **os.environ}
     url = f"http://127.0.0.1:{port}"
     print(f"starting the MLflow UI for {store_location(uri)} …", flush=True)
-    # its own process group: the server's workers are stopped with it, and a terminal's Ctrl-C reaches us only
-    # (the server's own log goes to stderr: stdout carries only these lines)
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=sys.stderr.fileno(), env=env)
+    # its own process group: the server's workers are stopped with it, and a terminal's Ctrl-C reaches us only.
+    # The server's own log (MLflow's notices, uvicorn's access lines) goes to a file beside the UI's state, as for
+    # the UI `fairmiss server start` runs, so the console shows only these lines; no state directory: stderr
+    try:
+        log_path = ui_state_file(uri).with_suffix(".log")
+        log_file = open(log_path, "ab")
+    except (OSError, ValueError):
+        log_path, log_file = None, None
+    try:
+        proc = subprocess.Popen(cmd, start_new_session=True, stdout=log_file or sys.stderr.fileno(),
+                                stderr=subprocess.STDOUT if log_file else None, env=env)
+    finally:
+        if log_file is not None:
+            log_file.close()  # the server holds its own descriptor
+    where_log = f"; its log: {log_path}" if log_path else ""
 
     def stop(*_):
         if proc.poll() is None:
@@ -577,7 +601,9 @@ def _cmd_ui(args) -> int:
                     proc.wait(5)
 
     def on_signal(signum, _frame):
-        stop()
+        # no stop() here: the signal interrupts `proc.wait()` below, which holds the Popen's wait lock until it
+        # unwinds, so a wait in the handler could not see the server exit (it timed out: ~20 s to stop); the
+        # `finally` stops it once that wait has returned
         raise SystemExit(128 + signum)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -587,7 +613,7 @@ def _cmd_ui(args) -> int:
         while True:  # poll until the UI answers (MLflow takes tens of seconds to start)
             if proc.poll() is not None:
                 print(f"fairmiss: error: the MLflow server exited with status {proc.returncode} before {url} "
-                      f"answered (port {port} taken meanwhile? try --port)", file=sys.stderr)
+                      f"answered (port {port} taken meanwhile? try --port){where_log}", file=sys.stderr)
                 return 2
             try:
                 with urllib.request.urlopen(url + "/health", timeout=2) as r:
@@ -597,8 +623,8 @@ def _cmd_ui(args) -> int:
                 pass
             if time.monotonic() - t0 > args.timeout:
                 stop()
-                print(f"fairmiss: error: the MLflow server did not answer at {url} within {args.timeout:.0f} s",
-                      file=sys.stderr)
+                print(f"fairmiss: error: the MLflow server did not answer at {url} within {args.timeout:.0f} s"
+                      f"{where_log}", file=sys.stderr)
                 return 2
             time.sleep(0.5)
         try:  # for a second `fairmiss ui` of this store (reuse); without a state directory, no reuse
@@ -722,14 +748,17 @@ def _where_to_open(uri: str, out: dict | None = None) -> str:
     exp_id, metric = out.get("experiment_id"), (out.get("metrics") or {}).get("fairness_metric")
     if uri.startswith(("http://", "https://")):
         return f"open {runs_page_url(uri, exp_id, metric)}" if exp_id else f"open {uri}"
-    if exp_id:
-        return f"open with `fairmiss ui`, then {runs_page_url('http://127.0.0.1:5000', exp_id, metric)}"
-    return "open with `fairmiss ui`"
+    from flows.server import running_ui
+
+    ui = running_ui(uri)  # this store's UI, if `fairmiss ui` or `server start` runs one: its own port
+    if ui is not None:
+        return f"open {runs_page_url(ui['url'], exp_id, metric)}" if exp_id else f"open {ui['url']}"
+    return "open with `fairmiss ui` (it prints the runs page's address)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="fairmiss", description="Fairness with missing data: experiments, tracked.",
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2])
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="show Prefect's task logs, library warnings and tracebacks")
     ap.add_argument("--version", action="version", version=f"fairmiss {_version()}")
@@ -740,12 +769,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
     p.add_argument("--quick", action="store_true", help="apply the config's `quick:` overrides (small version)")
-    p.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date")
+    p.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date (cells already FINISHED with the same cell key are reused; execution.resume: false recomputes them)")
     p.set_defaults(fn=_cmd_run)
     p = sub.add_parser("study", help="run a paper study from params/studies/ ('list' to list them)")
     p.add_argument("name")
     p.add_argument("--quick", action="store_true", help="small version (the study's `quick:` overrides)")
-    p.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date")
+    p.add_argument("--force", action="store_true", help="run even when results and MLflow runs are up to date (cells already FINISHED with the same cell key are reused; execution.resume: false recomputes them)")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
     p.set_defaults(fn=_cmd_study)

@@ -77,8 +77,16 @@ def test_ui_ready_before_url_and_stopped_by_signal(tmp_path, sig):
         assert lines[0].startswith("MLflow UI for ") and f"http://127.0.0.1:{port}/#/experiments" in lines[0], lines
         assert f"  audit_credit, runs by fpr_difference: {base}" in lines, lines
         assert list((tmp_path / "state").glob("ui-*.json"))
+        # a run's last line then points at this UI's own port, not at 5000
+        hint = subprocess.run([sys.executable, "-c", "import sys; from flows.cli import _where_to_open; print("
+                               "_where_to_open(sys.argv[1], {'experiment_id': sys.argv[2], "
+                               "'metrics': {'fairness_metric': 'fpr_difference'}}))", uri, exp_id],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert hint.stdout.strip() == f"open {base}", (hint.stdout, hint.stderr[-2000:])
         proc.send_signal(sig)
+        t0 = time.monotonic()
         proc.wait(60)
+        assert time.monotonic() - t0 < 10, f"fairmiss ui took {time.monotonic() - t0:.1f} s to stop"
         assert not list((tmp_path / "state").glob("ui-*.json"))  # removed when it stops
         t0 = time.time()
         while _listening(port) and time.time() - t0 < 20:
