@@ -19,11 +19,30 @@ from fairmiss.studies.claims import claim_sections
 from fairmiss.tracking import Tracker
 
 
+def _check_results_of(cfg: ExperimentConfig, config_path, metrics: Path) -> None:
+    """The results in ``metrics`` were made by this config (its hash: the description and ``references:``, which
+    a report may be rebuilt for, are not part of it); a report of another config's results would show them under
+    this one's name."""
+    import json
+
+    from fairmiss._errors import ConfigError
+
+    try:
+        made_by = json.loads(metrics.read_text(encoding="utf-8")).get("config_hash")
+    except (OSError, ValueError, AttributeError):
+        return  # no results (or unreadable): the report's own check names the missing file
+    if made_by is not None and made_by != cfg.config_hash:
+        raise ConfigError(f"{config_path}: {metrics} holds the results of another config of experiment "
+                          f"'{cfg.experiment}' (config hash {str(made_by)[:12]}, this one {cfg.config_hash[:12]}); "
+                          f"run this config first (`fairmiss run {config_path}`), then rebuild its report")
+
+
 def build_report(config_path: str | Path, *, quick: bool = False, results_dir: str = "results",
                  log_to_mlflow: bool = True) -> Path:
     cfg = load_study_config(config_path, quick=quick)
     out_dir = safe_child(results_dir, cfg.experiment, what="experiment")
     if isinstance(cfg, ExperimentConfig):
+        _check_results_of(cfg, config_path, out_dir / "metrics.json")
         path = html_report(out_dir, title=cfg.experiment, fairness_metric=cfg.fairness_metric,
                            references=cfg.references, description=cfg.description, claims=claim_sections())
     else:

@@ -161,6 +161,27 @@ def check_output_file(target: str | os.PathLike) -> Path:
     return target
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux tells it (``/proc/self/status``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def public_mode(path: str | os.PathLike, *, directory: bool = False) -> None:
+    """Give a file (or directory) made by :mod:`tempfile` — always private, 0600 / 0700 — the mode a plain
+    ``open()`` / ``mkdir()`` gives under the umask, before it is renamed into place: results, reports and
+    configs are read by the user's group as any other file they write (a 0600 ``report.html`` on a shared
+    server, or served by a web server, is unreadable)."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``target``; on success rename it onto ``target``.
@@ -182,6 +203,7 @@ def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     os.close(fd)
     tmp_path = Path(tmp)
     try:
+        public_mode(tmp_path)
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
             os.fsync(fh.fileno())

@@ -5,6 +5,7 @@ learner grid, tracking, execution, reference) and its grid :class:`Cell`.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_serializer, model_validator
@@ -196,6 +197,11 @@ class TrackingSpec(_Strict):
     log_models: bool = True
 
 
+#: ``[tcp|tls|ws|wss|ucx]://HOST[:PORT]``, the addresses a Dask client connects to (HOST a name, IPv4 or [IPv6])
+_DASK_ADDRESS = re.compile(r"((tcp|tls|ws|wss|ucx)://)?([A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])"
+                           r"(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?/?")
+
+
 class ExecutionSpec(_Strict):
     max_workers: Annotated[int, Field(ge=1, le=64)] = 2
     #: reuse cells already FINISHED in the tracking store under the same fingerprint (config, raw
@@ -206,7 +212,16 @@ class ExecutionSpec(_Strict):
     #: true parallelism for Python-heavy learners such as the Fair MIP local search or Zafar, at the cost
     #: of pickling each cell's inputs); ``dask``: a Dask cluster (local, or ``dask_address``).
     task_runner: Literal["thread", "process", "dask"] = "thread"
+    #: a running Dask scheduler, ``[tcp|tls|ws|wss|ucx]://HOST[:PORT]`` (``dask scheduler`` prints it)
     dask_address: str | None = None
+
+    @field_validator("dask_address")
+    @classmethod
+    def _dask_address(cls, v):
+        if v is not None and not _DASK_ADDRESS.fullmatch(v):
+            raise ValueError("not a Dask scheduler address: give [tcp://]HOST[:PORT] (port 1-65535), as `dask "
+                             "scheduler` prints it, e.g. tcp://10.0.0.5:8786")
+        return v
     #: cells computed by one Prefect task, one after the other. Prefect costs ~8 ms per task run on
     #: a local server, a third of a 27-ms logistic-regression cell. ``auto``: with the thread runner, guided
     #: batches (each ``ceil(cells left / (4 × max_workers))`` cells, at most 32, shrinking to single cells at
@@ -278,6 +293,24 @@ class ExperimentConfig(_Strict):
         if dup:
             raise ValueError(f"duplicate names {sorted(dup)}: give each entry a distinct 'name'")
         return v
+
+    @model_validator(mode="after")
+    def _distinct_methods(self):
+        """Every imputer x learner pair reads as its own method (``imputer+learner``): names holding ``+`` could
+        make two pairs one label, and their cells would be averaged together as one method."""
+        seen: dict[str, tuple[str, str]] = {}
+        for imp in self.imputers:
+            for ln in self.learners:
+                if not _pairs(ln, imp):
+                    continue
+                label = f"{imp.label}+{ln.label}"
+                if label in seen and seen[label] != (imp.label, ln.label):
+                    a, b = seen[label]
+                    raise ValueError(f"imputer '{a}' with learner '{b}' and imputer '{imp.label}' with learner "
+                                     f"'{ln.label}' are both the method '{label}': rename one so that no two "
+                                     "methods share a label ('+' joins the imputer's and the learner's names)")
+                seen[label] = (imp.label, ln.label)
+        return self
 
     quick: dict[str, Any] | None = None  # overrides applied by `--quick` (e.g. fewer splits)
     #: the paper's published numbers, shown beside ours by `fairmiss report` (not used by any run)

@@ -20,8 +20,9 @@ class DeploymentSpec(_Strict):
 
     name: SafeName
     config: str
-    cron: str | None = None
-    interval_seconds: Annotated[int, Field(ge=1)] | None = None
+    cron: Annotated[str, Field(min_length=1)] | None = None  # checked by Prefect's cron parser in `serve`
+    #: at most ten years (Prefect stores the interval as a C int of seconds)
+    interval_seconds: Annotated[int, Field(ge=1, le=10 * 366 * 86400)] | None = None
     quick: bool = False
     skip_if_unchanged: bool = True
     paused: bool = False

@@ -47,8 +47,8 @@ assert len(EDGES) == 2278
 DRUGS = ["Cocaine", "Opiates", "Amphetamines", "MethAmphetamine", "Oxycontin"]
 GROUP, LABEL = "scanner", "hard_drug_positive"
 _NOTE = ("HCP restricted-access data (connectomes + drug tests + scanner id): obtain from "
-         "https://www.humanconnectome.org (ConnectomeDB, data use terms) and build the files described "
-         "in fairmiss.datasets.hcp")
+         "https://www.humanconnectome.org (ConnectomeDB, data use terms) and build the two files as "
+         "docs/datasets.md (section hcp) describes")
 HCP_CONNECTOME = RawFile("hcp_connectome.csv", None, None, note=_NOTE, licence="HCP data use terms (restricted)")
 HCP_SUBJECTS = RawFile("hcp_subjects.csv", None, None, note=_NOTE, licence="HCP data use terms (restricted)")
 

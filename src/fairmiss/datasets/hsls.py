@@ -29,7 +29,7 @@ and place it in the raw directory (or in ``FAIRMISS_DATA_MIRROR``). It has no pu
 ``hsls_synthetic`` — a synthetic stand-in, labelled as such everywhere
 -----------------------------------------------------------------------
 Same columns, ``synthetic=True``, no raw file. Group shares are the authors' file
-(URM 9,590 / WA 11,854 of 21,444); missingness per group is calibrated to spec 000 Table 2
+(URM 9,590 / WA 11,854 of 21,444); missingness per group is calibrated to paper 000 Table 2
 (WA / URM) for X1MTHID (4.8/7.8 %), X1MTHEFF (14.0/20.1 %) and X1PAR2EDU (35.8/51.0 %), and
 to the authors'-file rates for the others (X1MTHUTI 10.5/14.5, X1SCHOOLBEL 3.0/4.3,
 X1STU30OCC2 1.6/2.5, parent-survey trio X1FAMINCOME/X1P1RELATION/X1PAR1EMP jointly
@@ -229,7 +229,7 @@ def _build_synthetic(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, 
 HSLS_SYNTHETIC = register(
     DatasetVariant(
         name="hsls_synthetic",
-        description="SYNTHETIC HSLS-like data calibrated to spec 000 Table 2 missingness by group (not real HSLS data)",
+        description="SYNTHETIC HSLS-like data calibrated to paper 000 Table 2 missingness by group (not real HSLS data)",
         paper="000 (Fair MIP Forest), spec 000 §3.3 Table 2 — synthetic stand-in",
         raw_files=(),
         builder=_build_synthetic,

@@ -188,6 +188,9 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
             raise DatasetError(f"{path}: dataset.categorical: column '{not_feat[0]}' is not in dataset.features")
     else:
         features = [c for c in header if c not in drop and c not in (label, *group_cols)]
+    if not features:
+        raise DatasetError(f"{path}: no feature columns: every column is the label, the group or dropped "
+                           f"(columns: {header}); a model needs at least one feature")
     pii = sorted(c for c in features if c.strip().lower() in PII_COLUMNS)  # 'ID', 'Name' as 'id', 'name'
     if pii:
         raise DatasetError(f"{path}: column(s) {pii} identify people (PII) and may not be features; list them under "

@@ -165,6 +165,9 @@ def validate_table(
             # rename wins and every version is a complete site for the same table
             staging = Path(tempfile.mkdtemp(prefix=f".{docs_dir.name}.", dir=docs_dir.parent))
             shutil.copytree(site, staging, dirs_exist_ok=True)
+            from fairmiss.io import public_mode
+
+            public_mode(staging, directory=True)  # mkdtemp's 0700, renamed into place below
             old = Path(tempfile.mkdtemp(prefix=f".{docs_dir.name}.old.", dir=docs_dir.parent))
             try:
                 docs_dir.rename(old / "site")

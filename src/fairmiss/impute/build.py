@@ -56,7 +56,7 @@ class SimpleImputerSpec(_FittedImputerBase):
 
 class ConstantImputerSpec(_ImputerBase):
     kind: Literal["constant"] = "constant"
-    fill_value: float = -1.0
+    fill_value: Annotated[float, Field(allow_inf_nan=False)] = -1.0  # NaN / inf would leave the cells missing
 
 
 class KNNImputerSpec(_FittedImputerBase):

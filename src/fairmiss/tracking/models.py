@@ -45,6 +45,9 @@ def read_cell_runs(uri: str | None, experiment_name: str, *, parent_run_id: str 
             try:
                 parent = client.get_run(parent_run_id)
             except MlflowException as exc:
+                if exc.error_code == "INVALID_PARAMETER_VALUE":  # not a run id at all (MLflow checks its form)
+                    raise ConfigError(f"MLflow store {store_location(uri)}: '{parent_run_id[:200]}' is not a run id "
+                                      "(32 hexadecimal characters, as the MLflow UI and `fairmiss run` show it)") from None
                 if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
                     raise
                 raise ConfigError(f"MLflow store {store_location(uri)}: no run '{parent_run_id}'") from None

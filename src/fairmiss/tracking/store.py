@@ -241,7 +241,6 @@ def _new_store_from_template(uri: str) -> bool:
         template = _store_template()
         with atomic_path(db) as tmp:
             shutil.copyfile(template, tmp)
-            os.chmod(tmp, 0o644)  # as a database MLflow creates (umask 022), not the temp file's 0600
         return True
     except Exception as exc:  # noqa: BLE001 - a cache: MLflow creates the store as without it
         logger.debug("no MLflow store template (%s: %s); MLflow creates %s", type(exc).__name__, exc, db)
