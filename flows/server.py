@@ -195,6 +195,11 @@ def start(port: int | None = None, *, timeout: float = 120.0) -> tuple[ServerSta
         env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
         env.setdefault("PREFECT_SERVER_UI_ENABLED", "true")
         env.pop("PREFECT_API_URL", None)
+        # The dashboard's own API calls go to the URL in its /ui-settings, which Prefect derives from the
+        # default port, not from --port: on a free port other than 4200 the UI would show whatever server
+        # answers on 4200. Point it at this server, unless the user set the UI's API URL themselves.
+        if not (env.get("PREFECT_UI_API_URL") or env.get("PREFECT_SERVER_UI_API_URL")):
+            env["PREFECT_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
         cmd = [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
                "--port", str(port)]
         with open(log, "ab") as out:

@@ -201,3 +201,35 @@ def test_ephemeral_mode_and_own_api_url_are_left_alone(monkeypatch, tmp_path):
     monkeypatch.setenv("PREFECT_API_URL", "http://example.invalid/api")
     monkeypatch.setenv(server.ENV_MODE, "auto")
     assert server.use_local_server() is None and os.environ["PREFECT_API_URL"] == "http://example.invalid/api"
+
+
+def test_each_servers_dashboard_talks_to_its_own_api(started, tmp_path):
+    """Two local servers on one machine (another user's, or another state directory's): the dashboard each one
+    serves asks its own API (its /ui-settings names its own port), so its flow runs page lists only its runs.
+    Prefect derives the UI's API URL from the default port, not from ``--port``: without fairmiss setting it,
+    both dashboards would call http://127.0.0.1:4200/api."""
+    tmp, env, state = started
+    env2 = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), server.ENV_STATE_DIR: str(tmp_path / "state"),
+            "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    env2.pop("PREFECT_API_URL", None)
+    env2.pop("PREFECT_UI_API_URL", None)
+    (tmp_path / "home").mkdir()
+    r = _cli("server", "start", "--port", str(free_port()), "--no-mlflow", env=env2)
+    try:
+        assert r.returncode == 0, r.stderr[-3000:]
+        other = json.loads((tmp_path / "state" / "server.json").read_text())
+        assert other["port"] != state["port"]
+        for st in (state, other):
+            ui = requests.get(f"{st['url']}/ui-settings", timeout=10).json()
+            assert ui["api_url"] == st["api_url"], (ui, st)
+        flow = _post(f"{other['api_url']}/flows/", {"name": "only-here"})
+        _post(f"{other['api_url']}/flow_runs/", {"flow_id": flow["id"], "name": "only-here-run"})
+
+        def names(st):
+            api = requests.get(f"{st['url']}/ui-settings", timeout=10).json()["api_url"]
+            return {fr["name"] for fr in _post(f"{api}/flow_runs/filter", {"limit": 200})}
+
+        assert "only-here-run" in names(other)
+        assert "only-here-run" not in names(state)
+    finally:
+        _cli("server", "stop", "--force", env=env2)
