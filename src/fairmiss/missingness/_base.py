@@ -41,11 +41,13 @@ def check_rate(rate, what: str) -> float:
 
 
 def apply_mask(X: pd.DataFrame, mask: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(X with the masked entries set to NaN, mask)``; the columns with a masked entry become float64."""
+    """``(X with the masked entries set to NaN, mask)``; the numeric columns with a masked entry become
+    float64, other columns (text categories of a raw table) object."""
     Xm = X.copy()
     for c in mask.columns:
         if mask[c].any():
-            Xm[c] = Xm[c].astype("float64").mask(mask[c].to_numpy())
+            dtype = "float64" if pd.api.types.is_numeric_dtype(Xm[c]) else object
+            Xm[c] = Xm[c].astype(dtype).mask(mask[c].to_numpy())
     return Xm, mask
 
 

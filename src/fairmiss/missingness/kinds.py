@@ -15,6 +15,8 @@ only look kinds up here.
   did not change;
 * ``columns`` flag — ``columns(kw) -> list`` of the columns the kind may mask (never the group or the
   label); without it, the keys of ``kw["rates"]`` or ``kw["columns"]``;
+* ``reads`` flag — ``reads(kw) -> list`` of the columns the kind reads to decide what to mask (not masked
+  itself: the condition column of ``conditional``); the config loader checks they are features;
 * ``needs`` flag — a tuple of ``"label"``, ``"test_rows"``, ``"original"``, ``"masked"``: ``inject``
   passes the label / test rows, the gate all four, as keyword arguments (without them they raise);
 * ``resolve`` flag — ``resolve(kw) -> kw`` of another kind that draws and checks it (``preset`` resolves to
@@ -28,5 +30,6 @@ from fairmiss._registry import Registry
 
 __all__ = ["MISSINGNESS_KINDS"]
 
-#: ``kind`` -> spec, build function and flags (``check``, ``columns``, ``needs``, ``resolve``, ``by_group``).
+#: ``kind`` -> spec, build function and flags (``check``, ``columns``, ``reads``, ``needs``, ``resolve``,
+#: ``by_group``).
 MISSINGNESS_KINDS = Registry("missingness")

@@ -48,6 +48,7 @@ __all__ = [
     "mnar_censor",
     "ampute",
     "masked_columns",
+    "read_columns",
     "inject",
     "mask_summary",
     "check_mask",
@@ -81,6 +82,14 @@ def masked_columns(spec) -> list[str]:
     if "rates" in kw:
         return list(kw["rates"])
     return list(kw.get("columns", []))
+
+
+def read_columns(spec) -> list[str]:
+    """Columns a missingness spec reads to decide what to mask, besides the masked ones (its kind's ``reads``
+    flag: the condition column of ``conditional``; ``group`` stands for the group and is not listed)."""
+    kw = resolve(spec)
+    entry = _entry(kw["kind"])
+    return list(entry.flags["reads"](kw)) if entry is not None and entry.flags.get("reads") else []
 
 
 def _context(kind: str, needs, ctx: dict) -> dict:
@@ -137,9 +146,17 @@ def check_mask(mask: pd.DataFrame, spec, group: np.ndarray, *, original: pd.Data
     untouched = [c for c in mask.columns if c not in listed and mask[c].any()]
     if untouched:
         problems.append(f"unlisted columns were masked: {untouched}")
-    obs = ~mask.to_numpy()
-    a = original.to_numpy(dtype=float)[obs]
-    b = masked.to_numpy(dtype=float)[obs]
-    if not np.array_equal(a, b, equal_nan=True):
+    if not _observed_unchanged(mask, original, masked):
         problems.append("observed entries changed during injection")
     return problems
+
+
+def _observed_unchanged(mask: pd.DataFrame, original: pd.DataFrame, masked: pd.DataFrame) -> bool:
+    """The entries left observed are equal in ``original`` and ``masked`` (as numbers; a table with text
+    columns, e.g. a raw table's categories, column by column as objects)."""
+    obs = ~mask.to_numpy()
+    try:
+        return np.array_equal(original.to_numpy(dtype=float)[obs], masked.to_numpy(dtype=float)[obs], equal_nan=True)
+    except (TypeError, ValueError):
+        keep = ~mask
+        return all(original[c][keep[c]].astype(object).equals(masked[c][keep[c]].astype(object)) for c in mask.columns)
