@@ -71,7 +71,7 @@ def table():
 
 
 def test_registered_kinds_are_the_known_kinds():
-    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 21
+    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 22
     assert set(IMPUTER_KINDS.kinds()) == {"mean", "median", "most_frequent", "constant", "knn", "iterative",
                                           "none", "multiple", "random_sample", "estimator"}
 
