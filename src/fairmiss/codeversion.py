@@ -13,7 +13,7 @@ recorded as an informational tag (``git.commit``), never as a key.
 
 :func:`cell_code_version` is the narrower hash of the code a *cell* runs, for the cell cache keys and the kept
 built tables: the library without the modules that only record and show results (:data:`NOT_CELL_CODE`:
-``fairmiss.tracking``, ``fairmiss.reporting``) plus the ``tasks`` package; not ``flows`` (the command line,
+``fairmiss.tracking``, ``fairmiss.reporting``, ``fairmiss.bench``) plus the ``tasks`` package; not ``flows`` (the command line,
 servers, console, the flow's orchestration). Editing a command's help text, the console or the report no longer
 recomputes every cached cell; a run's fingerprint (is the whole run up to date?) still uses :func:`code_version`,
 because the flow writes the outputs.
@@ -34,8 +34,9 @@ RESULT_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "fairlearn", "xgb
                    "highspy", "pot")
 
 
-#: subpackages of fairmiss that record or show results and never change what a cell computes
-NOT_CELL_CODE = ("tracking", "reporting")
+#: subpackages of fairmiss that record or show results and never change what a cell computes (``bench``: suites
+#: expand into configs, whose cells carry their own keys, and leaderboards are built from finished cells)
+NOT_CELL_CODE = ("tracking", "reporting", "bench")
 
 
 def source_roots() -> list[Path]:

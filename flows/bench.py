@@ -1,0 +1,165 @@
+"""``fairmiss bench SUITE``: every candidate of a suite across its datasets × scenarios, through the same run
+engine as ``fairmiss run``, then the leaderboard.
+
+The suite (:mod:`fairmiss.bench.suite`) is validated with every config it expands into before anything starts
+(a bad suite: one ``fairmiss: error:`` line, exit 2, nothing written). Each dataset's config is written to
+``<results-dir>/bench/<suite>/configs/<experiment>.yaml`` and run as ``fairmiss run`` runs a config
+(:func:`flows.run.prepare_run` for all of them first, then :func:`flows.run.start_flow` for those not up to date),
+its results in ``<results-dir>/bench/<suite>/runs/<experiment>/``. Cells already FINISHED in the store under the
+same cell key are reused, so an interrupted suite resumes, and a cell computed by ``fairmiss run`` (in the same
+MLflow experiment) is not computed again. The leaderboard (:mod:`fairmiss.bench.leaderboard`) is then built from the
+runs' ``cells.csv`` into ``<results-dir>/bench/<suite>/``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from pathlib import Path
+
+__all__ = ["bench_command", "plan_lines"]
+
+
+def plan_lines(suite) -> list[str]:
+    """What a suite computes: datasets × scenarios × candidates × splits = cells, per dataset and in total."""
+    n_sc, n_c, n_sp = len(suite.scenarios), len(suite.candidates), suite.spec.splits.n_splits
+    total = sum(len(cfg.cells()) for _, _, cfg in suite.configs)
+    lines = [f"suite {suite.name} ({suite.source}): {len(suite.datasets)} datasets × {n_sc} scenarios × {n_c} "
+             f"candidates × {n_sp} splits = {total} cells"]
+    width = max(len(n) for n in suite.datasets)
+    for name, raw, cfg in suite.configs:
+        lines.append(f"  {name:{width}s}  {n_sc} × {n_c} × {n_sp} = {len(cfg.cells())} cells  "
+                     f"(config {cfg.experiment}, MLflow experiment {raw['tracking']['experiment_name']})")
+    lines.append(f"  scenarios: {', '.join(suite.scenarios)}")
+    lines.append(f"  candidates: {', '.join(suite.candidates)}; reference: {suite.reference}")
+    lines.append("  rank by: " + ", ".join(f"{m} ({d})" for m, d in suite.rank_by.items()))
+    return lines
+
+
+def _write_configs(suite, out_dir: Path) -> list[tuple[str, Path]]:
+    import yaml
+
+    from fairmiss.io import atomic_write_text
+
+    paths = []
+    for name, raw, cfg in suite.configs:
+        text = (f"# Written by `fairmiss bench` from {suite.source} (suite {suite.name}, dataset {name}).\n"
+                "# An ordinary experiment config: `fairmiss run` on it reuses the suite's cells, and the reverse.\n"
+                + yaml.safe_dump(raw, sort_keys=False))
+        paths.append((name, atomic_write_text(out_dir / "configs" / f"{cfg.experiment}.yaml", text)))
+    return paths
+
+
+def bench_command(suite_path: str | Path, *, quick: bool = False, plan: bool = False, results_dir: str = "results",
+                  processed_dir: str = "processed", raw_dir: str | None = None, command: str | None = None,
+                  n_boot: int = 2000) -> int:
+    """The command: 0, or the exit status of the first error (2 for a user error, one line on stderr)."""
+    from flows.run import guarded_without_prefect
+
+    state: dict = {}
+
+    def prepare() -> None:
+        from fairmiss.bench import load_suite
+        from fairmiss.io import check_cache_dir, safe_child
+        from flows.errors import check_output_dir
+        from flows.run import prepare_run
+
+        check_cache_dir()
+        suite = state["suite"] = load_suite(suite_path, quick=quick)
+        if plan:
+            return
+        check_output_dir(results_dir, "--results-dir")
+        out_dir = state["out_dir"] = safe_child(safe_child(results_dir, "bench"), suite.name, what="suite")
+        check_output_dir(out_dir, f"--results-dir/bench/{suite.name}")
+        runs = state["runs_dir"] = out_dir / "runs"
+        kw = {"results_dir": str(runs), "processed_dir": processed_dir, **({"raw_dir": raw_dir} if raw_dir else {})}
+        state["kw"] = kw
+        state["prepared"] = [(name, path, *prepare_run(path, **kw)) for name, path in _write_configs(suite, out_dir)]
+
+    status = guarded_without_prefect(prepare)
+    if status:
+        return status
+    suite = state["suite"]
+    if plan:
+        print("\n".join(plan_lines(suite)))
+        print("nothing computed (--plan)")
+        return 0
+    outs: dict = {}
+    todo = []
+    for name, path, cfg, done in state["prepared"]:
+        if done is not None:
+            outs[name] = done
+            print(f"{name}: up to date ({len(cfg.cells())} cells; results in {done['results_dir']})", flush=True)
+        else:
+            todo.append((name, path, cfg))
+    if todo:
+        from flows.errors import run_guarded
+        from flows.run import start_flow
+        from flows.server import use_local_server
+
+        use_local_server()  # before run_guarded imports Prefect (its settings are read at import)
+
+        def run_all() -> None:
+            for name, path, cfg in todo:
+                print(f"{name}: running {len(cfg.cells())} cells ({cfg.experiment})", flush=True)
+                outs[name] = start_flow(cfg, path, **state["kw"])
+                failed = outs[name].get("failed") or []
+                print(f"{name}: done{f'; {len(failed)} cell(s) failed' if failed else ''} (results in "
+                      f"{outs[name]['results_dir']})", flush=True)
+
+        status = run_guarded(run_all)
+        if status:
+            return status
+    return guarded_without_prefect(lambda: _leaderboard(suite, outs, state["out_dir"], command, n_boot))
+
+
+def _leaderboard(suite, outs: dict, out_dir: Path, command: str | None, n_boot: int) -> None:
+    import pandas as pd
+
+    from fairmiss.bench.leaderboard import build_rows, long_table, write_leaderboard
+    from fairmiss.bench.stats import ALPHA
+    from fairmiss.config import ConfigError
+
+    cells = {}
+    for name, raw, cfg in suite.configs:
+        path = Path(outs[name]["results_dir"]) / "cells.csv"
+        if not path.is_file():
+            raise ConfigError(f"{path}: no cell table for dataset {name} (run the suite again)")
+        cells[name] = pd.read_csv(path)
+    long = long_table(cells, suite.candidates, list(suite.rank_by))
+    rows = build_rows(long, suite.reference, suite.rank_by, seed=suite.spec.seed, n_boot=n_boot)
+    n_cells = sum(len(df) for df in cells.values())
+    meta = {"suite": suite.name, "description": suite.spec.description.strip(), "source": suite.source,
+            "command": command or f"fairmiss bench {suite.source}", "date": _dt.datetime.now().strftime("%Y-%m-%d"),
+            "reference": suite.reference, "rank_by": suite.rank_by, "alpha": ALPHA, "bootstrap": n_boot,
+            "seed": suite.spec.seed, "datasets": suite.datasets, "scenarios": suite.scenarios,
+            "candidates": suite.candidates, "n_cells": n_cells,
+            "n_failed": int(sum((df["status"] != "ok").sum() for df in cells.values())),
+            "runs": {name: {"experiment": cfg.experiment, "results_dir": str(outs[name]["results_dir"]),
+                            "mlflow_experiment": raw["tracking"]["experiment_name"],
+                            "parent_run_id": outs[name].get("parent_run_id")}
+                     for name, raw, cfg in suite.configs}}
+    paths = write_leaderboard(rows, out_dir, meta)
+    for line in summary_lines(rows, suite):
+        print(line)
+    print(f"leaderboard: {paths['html']} ({paths['csv'].name}, {paths['json'].name})")
+    sys.stdout.flush()
+
+
+def summary_lines(rows, suite) -> list[str]:
+    """The console's leaderboard: per ranked metric the overall mean ranks with their intervals, and per dataset ×
+    scenario the best and the candidates tied with it."""
+    lines = []
+    for metric, direction in suite.rank_by.items():
+        ov = rows[(rows["dataset"] == "overall") & (rows["metric"] == metric)].sort_values("rank", kind="stable")
+        lines.append(f"\n{metric} ({'higher' if direction == 'max' else 'lower'} is better): mean rank over "
+                     f"{len(suite.datasets)} datasets × {len(suite.scenarios)} scenarios [95 % bootstrap interval]")
+        for _, r in ov.iterrows():
+            lines.append(f"  {r['rank']:5.2f} [{r['rank_low']:.1f}, {r['rank_high']:.1f}]  {r['candidate']}")
+        blocks = rows[(rows["dataset"] != "overall") & (rows["metric"] == metric)]
+        for (ds, sc), b in blocks.groupby(["dataset", "scenario"], sort=False):
+            best = b["best"].iloc[0]
+            tied = [c for c, t in zip(b["candidate"], b["tied_with_best"]) if t and c != best]
+            lines.append(f"  {ds} · {sc}: best {best}; " + (f"tied with it: {', '.join(tied)}" if tied else
+                                                             "no candidate tied with it"))
+    return lines

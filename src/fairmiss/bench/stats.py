@@ -1,0 +1,179 @@
+"""The leaderboard's statistics: pure functions of a long table of per-split cell metrics.
+
+The input has one row per dataset × scenario × candidate × split × metric: columns ``dataset``, ``scenario``,
+``candidate``, ``split``, ``metric``, ``value``. Splits are the unit of replication: every candidate of a
+dataset sees the same rows and, within a scenario, the same missing-value mask on the same split, so two
+candidates are compared *paired by split* (the differences split by split), which removes the split-to-split
+variation they share.
+
+- :func:`summarise`: mean, standard error and 95 % t-interval over splits, with the number of splits;
+- :func:`paired_differences`: candidate minus reference, split by split, with its t-interval and paired t-test;
+- :func:`ties_with_best`: per dataset × scenario × metric, the best candidate (by mean, in the metric's direction)
+  and every candidate that cannot be told apart from it (paired t-tests against the best, Holm-corrected over
+  the comparisons of that block, at ``alpha``);
+- :func:`rank_table`: ranks per dataset × scenario and overall (mean rank over the blocks), each with a
+  percentile bootstrap-over-splits interval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from fairmiss.seeds import derive_rng
+
+__all__ = ["ALPHA", "BLOCK", "holm", "paired_differences", "paired_test", "rank_table", "summarise",
+           "t_interval", "ties_with_best"]
+
+#: the significance level of the tie tests and the complement of the intervals' coverage
+ALPHA = 0.05
+#: what a comparison is made within
+BLOCK = ["dataset", "scenario", "metric"]
+
+
+def t_interval(values, level: float = 1 - ALPHA) -> dict:
+    """``{n, mean, sd, se, ci_low, ci_high}`` of ``values`` (NaN dropped): the t-interval
+    ``mean ± t_{(1+level)/2, n-1} · sd / √n``; the interval is NaN with fewer than two values."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    n = len(x)
+    mean = float(x.mean()) if n else np.nan
+    sd = float(x.std(ddof=1)) if n > 1 else np.nan
+    se = sd / np.sqrt(n) if n > 1 else np.nan
+    half = stats.t.ppf((1 + level) / 2, n - 1) * se if n > 1 else np.nan
+    return {"n": n, "mean": mean, "sd": sd, "se": se, "ci_low": mean - half, "ci_high": mean + half}
+
+
+def paired_test(d) -> float:
+    """Two-sided p-value of the paired t-test of the differences ``d`` (mean 0?). Differences that are all
+    equal have no spread: p = 1 when they are all 0 (the same results), 0 otherwise; NaN with fewer than two."""
+    d = np.asarray(d, dtype=float)
+    d = d[~np.isnan(d)]
+    n = len(d)
+    if n < 2:
+        return np.nan
+    sd = d.std(ddof=1)
+    if sd == 0 or sd <= 1e-12 * max(1.0, abs(d.mean())):
+        return 1.0 if np.allclose(d, 0.0, atol=1e-12) else 0.0
+    t = d.mean() / (sd / np.sqrt(n))
+    return float(2 * stats.t.sf(abs(t), n - 1))
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values: the i-th smallest of m p-values times ``m - i + 1`` (i from 1), made
+    non-decreasing in that order and capped at 1; a hypothesis is rejected at level alpha when its adjusted
+    p-value is below alpha. NaN stays NaN and does not count in m."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = len(ok)
+    order = ok[np.argsort(p[ok], kind="stable")]
+    running = 0.0
+    for i, j in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[j]))
+        out[j] = running
+    return out
+
+
+def summarise(long: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset × scenario × candidate × metric: ``n`` splits, ``mean``, ``sd``, ``se``, ``ci_low``,
+    ``ci_high`` (:func:`t_interval`)."""
+    rows = [{**dict(zip(["dataset", "scenario", "candidate", "metric"], key)), **t_interval(g["value"])}
+            for key, g in long.groupby(["dataset", "scenario", "candidate", "metric"], sort=False)]
+    return pd.DataFrame(rows)
+
+
+def _wide(block: pd.DataFrame) -> pd.DataFrame:
+    """splits × candidates (candidates in their order of appearance)."""
+    order = list(dict.fromkeys(block["candidate"]))
+    return block.pivot_table(index="split", columns="candidate", values="value", aggfunc="first")[order]
+
+
+def paired_differences(long: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """Per dataset × scenario × metric × candidate other than ``reference``: the split-by-split differences
+    candidate − reference over the splits both have, summarised as :func:`t_interval` (``n``, ``mean``, ``se``,
+    ``ci_low``, ``ci_high``) with the paired t-test's ``p_value`` and ``differs`` (the interval excludes 0)."""
+    rows = []
+    for key, block in long.groupby(BLOCK, sort=False):
+        wide = _wide(block)
+        if reference not in wide:
+            continue
+        for cand in wide.columns:
+            if cand == reference:
+                continue
+            d = (wide[cand] - wide[reference]).dropna()
+            s = t_interval(d)
+            p = paired_test(d)
+            rows.append({**dict(zip(BLOCK, key)), "candidate": cand, "reference": reference, **s, "p_value": p,
+                         "differs": bool(p < ALPHA) if p == p else False})
+    return pd.DataFrame(rows)
+
+
+def ties_with_best(long: pd.DataFrame, rank_by: dict[str, str], alpha: float = ALPHA) -> pd.DataFrame:
+    """Per dataset × scenario × metric of ``rank_by`` (metric -> ``max`` | ``min``) and candidate: ``mean``,
+    ``best`` (the candidate with the best mean), ``p_vs_best`` (paired t-test against the best), ``p_holm`` (Holm
+    over the block's comparisons) and ``tied_with_best``: True for the best and for every candidate whose
+    adjusted p-value is not below ``alpha`` (or that could not be tested: fewer than two shared splits)."""
+    rows = []
+    for key, block in long[long["metric"].isin(list(rank_by))].groupby(BLOCK, sort=False):
+        wide = _wide(block)
+        means = wide.mean()
+        best = means.idxmax() if rank_by[key[2]] == "max" else means.idxmin()
+        others = [c for c in wide.columns if c != best]
+        p = [paired_test((wide[c] - wide[best]).dropna()) for c in others]
+        adj = dict(zip(others, holm(p)))
+        raw = dict(zip(others, p))
+        for c in wide.columns:
+            a = adj.get(c, np.nan)
+            rows.append({**dict(zip(BLOCK, key)), "candidate": c, "mean": float(means[c]), "best": best,
+                         "p_vs_best": raw.get(c, np.nan), "p_holm": a,
+                         "tied_with_best": bool(c == best or not a < alpha)})
+    return pd.DataFrame(rows)
+
+
+def _ranks(means: np.ndarray, direction: str) -> np.ndarray:
+    """Ranks along the last axis (1 = best; ties share their average rank)."""
+    return stats.rankdata(-means if direction == "max" else means, axis=-1, method="average")
+
+
+def rank_table(long: pd.DataFrame, rank_by: dict[str, str], *, n_boot: int = 2000, seed: int = 0,
+               level: float = 1 - ALPHA) -> pd.DataFrame:
+    """Ranks (1 = best; equal means share their average rank) per dataset × scenario × metric of ``rank_by``,
+    and ``overall`` per metric (the mean of a candidate's ranks over every dataset × scenario), each with a
+    percentile bootstrap interval over splits: the splits of each dataset are resampled with replacement
+    (``n_boot`` times, one resample shared by the dataset's scenarios and candidates, so the pairing is kept) and
+    the ranks recomputed. Each dataset uses the splits on which every candidate of every scenario has a value.
+    Rows: ``dataset`` and ``scenario`` (``overall`` for the mean rank), ``metric``, ``candidate``, ``rank``,
+    ``rank_low``, ``rank_high``, ``n_splits``."""
+    lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
+    rows = []
+    for metric, direction in rank_by.items():
+        sub = long[long["metric"] == metric]
+        if sub.empty:
+            continue
+        cands = list(dict.fromkeys(sub["candidate"]))
+        point, boot = [], []  # per block: (k,), (n_boot, k) ranks
+        for d_i, (dataset, dsub) in enumerate(sub.groupby("dataset", sort=False)):
+            tables = {s: _wide(g).reindex(columns=cands) for s, g in dsub.groupby("scenario", sort=False)}
+            complete = set.intersection(*(set(t.dropna().index) for t in tables.values()))
+            splits = sorted(complete)
+            if not splits:
+                continue
+            idx = derive_rng(seed, "bench-rank", metric, dataset).integers(0, len(splits), (n_boot, len(splits)))
+            for scenario, t in tables.items():
+                v = t.loc[splits].to_numpy(dtype=float)  # splits x candidates
+                r, rb = _ranks(v.mean(axis=0), direction), _ranks(v[idx].mean(axis=1), direction)
+                point.append(r)
+                boot.append(rb)
+                lo, hi = np.percentile(rb, [lo_q, hi_q], axis=0)
+                rows += [{"dataset": dataset, "scenario": scenario, "metric": metric, "candidate": c,
+                          "rank": float(r[j]), "rank_low": float(lo[j]), "rank_high": float(hi[j]),
+                          "n_splits": len(splits)} for j, c in enumerate(cands)]
+        if point:
+            mean_r, mean_b = np.mean(point, axis=0), np.mean(boot, axis=0)
+            lo, hi = np.percentile(mean_b, [lo_q, hi_q], axis=0)
+            rows += [{"dataset": "overall", "scenario": "overall", "metric": metric, "candidate": c,
+                      "rank": float(mean_r[j]), "rank_low": float(lo[j]), "rank_high": float(hi[j]),
+                      "n_splits": np.nan} for j, c in enumerate(cands)]
+    return pd.DataFrame(rows)

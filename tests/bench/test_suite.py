@@ -1,0 +1,147 @@
+"""Suite files (fairmiss.bench.suite): the shipped suite validates and expands into ordinary configs whose cells
+have the same cache keys as a hand-written config's (so `fairmiss run` and `fairmiss bench` share cells); bad
+suites are one `fairmiss: error:` line naming the file and key, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fairmiss.bench import load_suite, parse_suite
+from fairmiss.config import ConfigError, parse_config
+from fairmiss.pipeline import cell_cache_key
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from badinput import PARAMS, BadInput, check  # noqa: E402
+
+SUITE = PARAMS / "suites" / "fairmiss_quick.yaml"
+
+
+def suite_data() -> dict:
+    return yaml.safe_load(SUITE.read_text())
+
+
+def test_shipped_suite_expands():
+    s = load_suite(SUITE)
+    assert s.datasets == ["compas_000", "german_sex"] and s.scenarios == ["mcar20", "mar30"]
+    assert len(s.candidates) == 8 and s.reference == "median+lr"
+    assert [len(cfg.cells()) for _, _, cfg in s.configs] == [2 * 8 * 10] * 2
+    german = dict((n, cfg) for n, _, cfg in s.configs)["german_sex"]
+    assert german.missingness[0].rates == {"duration": 0.2, "credit_amount": 0.2}  # per_dataset
+    q = load_suite(SUITE, quick=True)
+    assert q.name == "fairmiss_quick-quick" and q.candidates == ["median+lr", "knn+lr"]
+    assert [len(cfg.cells()) for _, _, cfg in q.configs] == [2 * 2 * 3] * 2
+
+
+def _keys(cfg) -> dict:
+    return {c.key: cell_cache_key(cfg, c, data_hash="d", code_version="c") for c in cfg.cells()}
+
+
+def test_cells_are_those_of_a_hand_written_config():
+    """A config a user writes for the same dataset, seed, splits, scenario and methods (another experiment name,
+    another order of keys) has cells with the same cache keys as the suite's: each reuses the other's cells."""
+    s = load_suite(SUITE, quick=True)
+    _, raw, cfg = s.configs[0]
+    hand = parse_config({
+        "experiment": "my_compas_run", "seed": 2026, "dataset": {"name": "compas_000"},
+        "split": {"test_size": 0.3, "n_splits": 3},
+        "missingness": [{"name": "mcar20", "kind": "mcar", "rates": {"c_charge_degree": 0.2, "priors_count": 0.2}}],
+        "imputers": [{"kind": "median"}], "learners": [{"name": "lr", "kind": "logistic_regression"}],
+        "fairness_metric": "equalized_odds_difference",
+        "tracking": {"experiment_name": raw["tracking"]["experiment_name"]},
+    })
+    suite_keys, hand_keys = _keys(cfg), _keys(hand)
+    assert hand_keys and all(suite_keys[k] == v for k, v in hand_keys.items())
+    # the full suite's cells include the quick suite's (quick takes the first splits of the same protocol)
+    full = _keys(load_suite(SUITE).configs[0][2])
+    assert set(suite_keys.values()) <= set(full.values())
+
+
+def test_pipelines_restrict_only_the_learners_that_need_it():
+    d = suite_data()
+    d["candidates"] = {"imputers": [{"kind": "median"}, {"kind": "knn"}],
+                       "learners": [{"kind": "logistic_regression", "name": "lr"}],
+                       "pipelines": [{"imputer": {"kind": "median"}, "learner": {"kind": "decision_tree"}}]}
+    d.pop("quick")
+    s = parse_suite(d, "x.yaml")
+    _, raw, cfg = s.configs[0]
+    assert s.candidates == ["median+lr", "knn+lr", "median+decision_tree"]
+    lr, tree = raw["learners"]
+    assert "imputers" not in lr and tree["imputers"] == ["median"]
+    assert sorted({c.imputer.label + "+" + c.learner.label for c in cfg.cells()}) == sorted(s.candidates)
+    # lr's cells are those of the plain product (no restriction in their keys)
+    plain = copy.deepcopy(d)
+    plain["candidates"].pop("pipelines")
+    pk = set(_keys(parse_suite(plain, "y.yaml").configs[0][2]).values())
+    lr_keys = {v for k, v in _keys(cfg).items() if k.endswith("/lr")}
+    assert lr_keys and lr_keys <= pk
+
+
+@pytest.mark.parametrize("change, expect", [
+    (lambda d: d["candidates"].update(learners=[]), ["candidates", "'imputers' without 'learners'"]),
+    (lambda d: d.update(reference="mean+xgb"), ["reference", "'mean+xgb' is not a candidate"]),
+    (lambda d: d["datasets"].append({"name": "compas_000"}), ["datasets", "listed twice"]),
+])
+def test_parse_errors_name_the_key(change, expect):
+    d = suite_data()
+    change(d)
+    with pytest.raises(ConfigError) as e:
+        parse_suite(d, "s.yaml")
+    assert str(e.value).startswith("s.yaml: ") and all(x in str(e.value) for x in expect), str(e.value)
+
+
+def _mutated(change) -> str:
+    d = suite_data()
+    change(d)
+    return yaml.safe_dump(d, sort_keys=False)
+
+
+def _case(id_, change, expect) -> BadInput:
+    return BadInput(id_, ["bench", "params/suites/bad.yaml"], ["params/suites/bad.yaml", *expect],
+                    files={"params/suites/bad.yaml": _mutated(change)})
+
+
+CASES = [
+    _case("unknown-dataset", lambda d: d["datasets"].__setitem__(1, {"name": "german_nope"}),
+          ["datasets.1.name", "unknown dataset 'german_nope'"]),
+    _case("unknown-missingness-kind", lambda d: d["scenarios"][0].update(kind="mcar_nope"), ["scenarios.0"]),
+    _case("unknown-imputer-kind", lambda d: d["candidates"]["imputers"].append({"kind": "magic"}),
+          ["candidates.imputers.4"]),
+    _case("reference-not-a-candidate", lambda d: d.update(reference="mean+forest"),
+          ["reference", "not a candidate"]),
+    _case("empty-product", lambda d: d["candidates"].update(imputers=[]), ["candidates", "without"]),
+    _case("duplicate-scenario", lambda d: d["scenarios"][1].update(kind="mcar", name="mcar20",
+                                                                   rates={"priors_count": 0.1}) or
+          d["scenarios"][1].pop("columns") and d["scenarios"][1].pop("drivers") and d["scenarios"][1].pop("rate")
+          and d.pop("per_dataset"), ["scenarios", "duplicate scenario names ['mcar20']"]),
+    _case("duplicate-candidate", lambda d: d["candidates"].update(
+        pipelines=[{"imputer": {"kind": "median"}, "learner": {"kind": "logistic_regression", "name": "lr"}}]),
+        ["candidates", "'median+lr' is listed twice"]),
+    _case("scenario-masks-the-group", lambda d: d["scenarios"][0]["rates"].update(race=0.1),
+          ["(dataset 'compas_000')", "scenarios.0", "'race'", "never masked"]),
+    _case("per-dataset-column-missing", lambda d: d["per_dataset"]["german_sex"]["mar30"].update(drivers=["nope"]),
+          ["(dataset 'german_sex')", "scenarios.1", "'nope'"]),
+    _case("per-dataset-unknown-dataset", lambda d: d["per_dataset"].update(adult_000={"mcar20": {"rates": {}}}),
+          ["per_dataset", "'adult_000' is not one of the suite's datasets"]),
+    _case("rank-by-unknown-metric", lambda d: d["rank_by"].update(f9="max"), ["rank_by", "'f9' is not a metric"]),
+    _case("unknown-key", lambda d: d.update(splitz={"n_splits": 2}), ["unknown key 'splitz'"]),
+    BadInput("results-dir-is-a-file", ["bench", "params/suites/fairmiss_quick.yaml", "--quick", "--results-dir",
+                                       "out.txt"], ["--results-dir", "out.txt"], files={"out.txt": "a file\n"}),
+    BadInput("learner-restricted-in-a-suite", ["bench", "params/suites/bad.yaml", "--plan"],
+             ["candidates: learners.0.imputers", "'imputers' is not used in a suite"],
+             files={"params/suites/bad.yaml": _mutated(lambda d: d["candidates"]["learners"][0].update(
+                 imputers=["median"]))}),
+    BadInput("missing-file", ["bench", "params/suites/nope.yaml"], ["params/suites/nope.yaml", "suite file not found"]),
+    BadInput("bad-quick", ["bench", "params/suites/bad.yaml", "--quick", "--plan"],
+             ["params/suites/bad.yaml (with its quick: overrides)", "splits.n_splits"],
+             files={"params/suites/bad.yaml": _mutated(lambda d: d["quick"].update(splits={"n_splits": 0}))}),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_bad_suite(case, tmp_path):
+    check(case, tmp_path)
