@@ -2,6 +2,8 @@
 
     fairmiss run [CONFIG]      run an experiment (default: params/compas_default.yaml)
     fairmiss study NAME        run a paper study from params/studies/ (--quick: small version)
+    fairmiss bench SUITE       every candidate of a suite (params/suites/) across datasets × scenarios, then
+                               its leaderboard in results/bench/<suite>/ (--plan: the cells, nothing run)
     fairmiss report NAME|CONFIG  rebuild the self-contained HTML report of a study (NAME) or of any config
                                (its path) from its results, and log it to MLflow
     fairmiss ingest DATASET    fetch and verify raw files (official URL or FAIRMISS_DATA_MIRROR)
@@ -102,6 +104,16 @@ def _cmd_study(args) -> int:
     return _cmd_run(args)
 
 
+def _cmd_bench(args) -> int:
+    from flows.bench import bench_command
+
+    command = "fairmiss bench " + " ".join([args.suite, *(["--quick"] if args.quick else []),
+                                            *(["--plan"] if args.plan else []),
+                                            *([f"--results-dir {args.results_dir}"] if args.results_dir != "results" else [])])
+    return bench_command(args.suite, quick=args.quick, plan=args.plan, results_dir=args.results_dir,
+                         processed_dir=args.processed_dir, command=command)
+
+
 def _cmd_report(args) -> int:
     from pathlib import Path
 
@@ -188,6 +200,7 @@ def _starter_config(args) -> str:
     if args.label is None or args.group is None:
         raise ConfigError(f"{f}: ingest of your own file needs --label COLUMN and --group COLUMN")
     drop, categorical = list(args.drop or []), list(args.categorical or [])
+    stray: list[str] = []
     if "://" not in f:
         kind, header = _header(Path(f))
         drop += [c for c in header if c.lower() in PII_COLUMNS and c not in drop and c not in (args.label, args.group)]
@@ -204,8 +217,11 @@ def _starter_config(args) -> str:
             for c in rest:
                 vals = sample[c].dropna().astype(str).str.strip()
                 vals = vals[vals != ""]
-                if len(vals) and pd.to_numeric(vals, errors="coerce").isna().any():
+                n_text = int(pd.to_numeric(vals, errors="coerce").isna().sum()) if len(vals) else 0
+                if n_text * 20 > len(vals):
                     categorical.append(c)
+                elif n_text:  # a numeric column with a stray text value: the strict reader names its line
+                    stray.append(c)
     ds = {"file": f, "label": args.label, "group": args.group}
     if args.positive is not None:
         ds["positive"] = args.positive
@@ -220,6 +236,10 @@ def _starter_config(args) -> str:
         msg = str(exc) if isinstance(exc, ConfigError) or str(exc).startswith(str(Path(f))) else f"{f}: {exc}"
         if not args.categorical:  # the categorical columns were found here (text columns), not given by the user
             msg = msg.replace("(dataset.categorical)", "(a text column, so categorical)")
+        hit = next((c for c in stray if f"column '{c}': non-numeric value" in msg), None)
+        if hit is not None:  # reported, not re-typed as categorical
+            msg = (msg.split(" (a text column")[0] + f"; the column is otherwise numeric: correct or empty that cell "
+                   f"(or pass --categorical to treat '{hit}' as text)")
         raise ConfigError(_INGEST_FLAG.sub(r"--\1", msg)) from None
     stem = Path(f.split("?")[0]).stem
     cfg = {"experiment": re.sub(r"[^A-Za-z0-9_-]+", "_", f"own_{stem}"),
@@ -330,6 +350,10 @@ def _cmd_validate(args) -> int:
         cfg = load_study_config(args.config)  # an experiment config, or a study with its own flow
         if _has_quick(args.config):  # the small version `run --quick` builds must be valid too
             load_study_config(args.config, quick=True)
+        if hasattr(cfg, "cells"):  # the table's checks `run` makes before writing (raw files here; writes nothing)
+            from flows.run import check_data
+
+            check_data(cfg, None, "processed", source=str(args.config), write=False)
         what = f"{len(cfg.cells())} cells" if hasattr(cfg, "cells") else f"study {cfg.study}"
         ds = getattr(getattr(cfg, "dataset", None), "name", None)
         print(f"{args.config}: ok — {what}" + (f", dataset {ds}" if ds else ""))
@@ -343,14 +367,13 @@ def _cmd_serve(args) -> int:
     interrupted: ``PREFECT_API_URL`` when set, else the local server (``fairmiss server start``), started now
     if it is not running. Never Prefect's temporary server: it runs no scheduler, so no run would ever fire."""
     from fairmiss.config.schedules import load_schedules
+    from flows.run import guarded_without_prefect
 
-    try:
-        sched = load_schedules(args.schedules)
-    except ConfigError as exc:
-        from flows.errors import _one_line
-
-        print(f"fairmiss: error: {_one_line(str(exc))}", file=sys.stderr)
-        return 2
+    got = {}  # every entry's config and data checked as `validate` checks them: one line, exit 2, before serving
+    status = guarded_without_prefect(lambda: got.update(sched=load_schedules(args.schedules)))
+    if status:
+        return status
+    sched = got["sched"]
     api = os.environ.get("PREFECT_API_URL")
     if api:
         from flows.server import healthy
@@ -470,6 +493,10 @@ def _dask_worker_args_problem(scheduler: str, dask_args: list[str]) -> str | Non
         return None
     except click.ClickException as exc:
         return f"{' '.join(exc.format_message().split())} (passed on to `dask worker`; see `dask worker --help`)"
+    t = ctx.params.get("nthreads")
+    if isinstance(t, int) and t < 0:  # checked before the scheduler: the argument is named first
+        return f"--nthreads {t}: give a positive number of threads per worker process, or 0 for Dask's choice " \
+               "(CPU count / worker processes)"
     n = ctx.params.get("n_workers")
     if n is not None and n != "auto":
         from dask.system import CPU_COUNT
@@ -696,6 +723,10 @@ def _cmd_compare(args) -> int:
             from fairmiss.io import check_output_file
 
             check_output_file(args.plot)
+            where = Path(args.plot).parent
+            if not where.is_dir():  # a typo in the directory is said, not made into a new directory
+                raise ConfigError(f"{args.plot}: --plot: the directory {where} does not exist; nothing written "
+                                  f"(create it first: mkdir -p {where})")
         from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
         from fairmiss.tracking import read_cell_runs, store_location
 
@@ -778,6 +809,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default="results")
     p.add_argument("--processed-dir", default="processed")
     p.set_defaults(fn=_cmd_study)
+    p = sub.add_parser("bench", help="run a benchmark suite (params/suites/) and write its leaderboard")
+    p.add_argument("suite", help="a suite file (YAML, see docs/benchmark.md)")
+    p.add_argument("--quick", action="store_true", help="the suite's small version (its `quick:` overrides)")
+    p.add_argument("--plan", action="store_true", help="print datasets × scenarios × candidates × splits = cells; "
+                   "compute nothing")
+    p.add_argument("--results-dir", default="results", help="the leaderboard goes to RESULTS_DIR/bench/<suite>/")
+    p.add_argument("--processed-dir", default="processed")
+    p.set_defaults(fn=_cmd_bench)
     p = sub.add_parser("report", help="rebuild a study's HTML report (NAME from params/studies/ or a config path)")
     p.add_argument("name")
     p.add_argument("--quick", action="store_true", help="the report of the study's --quick run")

@@ -302,6 +302,31 @@ RESUME_HINT = ("the cells that finished are kept in the tracking store, and the 
                "(execution.resume, on by default); the run itself is marked FAILED")
 
 
+#: what the experiment flow of this process has done, for the line a stop prints (:func:`stopped_line`): ``flow``
+#: once it runs, ``parent`` (the MLflow parent run's id) and ``tracker`` once that run has started
+STOPPED_RUN: dict = {}
+
+
+def stopped_line(how: str) -> str:
+    """The one line after Ctrl-C / SIGTERM (``how``: ``interrupted (Ctrl-C)``, ``stopped (SIGTERM)``), saying only
+    what is true of this invocation: no MLflow run yet; the parent run marked FAILED with the finished cells kept;
+    or a parent run that could not be marked now (the next invocation marks it). Without an experiment flow (a
+    study's own flow) the general :data:`RESUME_HINT`."""
+    if not STOPPED_RUN.get("flow"):
+        return f"fairmiss: {how}; {RESUME_HINT}"
+    parent = STOPPED_RUN.get("parent")
+    if parent is None:
+        return (f"fairmiss: {how} before the MLflow run started; nothing was recorded, and the same command starts "
+                "the run again (cells already FINISHED by earlier runs are reused)")
+    ended = getattr(STOPPED_RUN.get("tracker"), "ended_failed", None)
+    kept = ("the cells that finished are kept in the tracking store, and the same command resumes from them "
+            "(execution.resume, on by default)")
+    if ended == (parent, True):
+        return f"fairmiss: {how}; {kept}; the run itself (MLflow run {parent}) is marked FAILED"
+    return (f"fairmiss: {how}; {kept}; the run itself (MLflow run {parent}) was not confirmed FAILED in time (the "
+            "tracking store did not answer); if it still shows RUNNING, the next invocation marks it FAILED")
+
+
 def run_guarded(fn, flow: bool = True) -> int:
     """Run a command's flow (``flow=False``: a command that runs none, such as ``compare``, ``report`` or
     ``ingest``, and so does not import Prefect, ~1.5 s of its start): user errors print one line ``fairmiss: error: …`` and exit 2 (a run whose every
@@ -331,13 +356,13 @@ def run_guarded(fn, flow: bool = True) -> int:
     try:
         fn()
     except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 (no traceback: stopping is what the user asked for)
-        said = f"fairmiss: interrupted (Ctrl-C); {RESUME_HINT}"
+        said = stopped_line("interrupted (Ctrl-C)")
         if ABANDONED:
             _exit_now(130, said)
         print(said, file=sys.stderr)
         return 130
     except SystemExit as exc:
-        said = f"fairmiss: stopped (SIGTERM); {RESUME_HINT}" if exc.code == 143 else None
+        said = stopped_line("stopped (SIGTERM)") if exc.code == 143 else None
         if ABANDONED:  # a stopped flow's clean-up is done; its running cells' threads are not waited for
             _exit_now(143, said)
         if said:

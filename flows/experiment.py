@@ -365,6 +365,8 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
 def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if_unchanged, warned,
                 config_hash=None) -> dict:
     log = get_run_logger()
+    errors.STOPPED_RUN.clear()
+    errors.STOPPED_RUN["flow"] = True
     cfg = load_config(config_path, quick=quick)
     if config_hash is not None and cfg.config_hash != config_hash:
         from fairmiss.config import ConfigError
@@ -463,6 +465,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
         # accuracy as columns, sorted by the metric (what `fairmiss ui` prints)
         tracker.set_experiment_tags(dict([shared_view_tag(cfg.fairness_metric)]))
         with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment", "mlflow.note.content": note}) as parent:
+            errors.STOPPED_RUN.update(parent=parent, tracker=tracker)  # what a stop then says (errors.stopped_line)
             tracker.log_params(parent, {"config_path": config_path, "n_cells": len(cells),
                                         "groups": json.dumps(groups, sort_keys=True),
                                         # published reference numbers are not parameters of the run

@@ -121,17 +121,17 @@ def _column_cases():
                  files={X: mutate_keys("studies/003_postprocessors_adult.yaml", {"missingness": [
                      {"kind": "preset", "preset": "000_table3_compas", "name": "t3"}]})}),
         # import-path estimators whose parameter values only their fit checks: test-fitted on a sample of the data
-        # before the flow starts (the processed table of valid data may be written: it is complete)
+        # before the flow starts and before anything is written (processed/ included)
         BadInput("estimator-learner-fit-fails", ["run", X],
-                 ["learners: lr_l1 (sklearn.linear_model.LogisticRegression)", "could not be fitted", "penalty"],
+                 [X, "learners.0: lr_l1 (sklearn.linear_model.LogisticRegression)", "could not be fitted", "penalty"],
                  files={X: mutate_keys("compas_default.yaml", {"learners": [
                      {"kind": "estimator", "name": "lr_l1", "estimator": "sklearn.linear_model.LogisticRegression",
-                      "params": {"penalty": "l1", "solver": "lbfgs"}}]})}, allow=("processed", "reports")),
+                      "params": {"penalty": "l1", "solver": "lbfgs"}}]})}),
         BadInput("estimator-imputer-fit-fails", ["run", X],
-                 ["imputers: sklearn.impute.SimpleImputer", "could not be fitted", "fill_value"],
+                 [X, "imputers.0: sklearn.impute.SimpleImputer", "could not be fitted", "fill_value"],
                  files={X: mutate_keys("compas_default.yaml", {"imputers": [
                      {"kind": "estimator", "name": "const_x", "estimator": "sklearn.impute.SimpleImputer",
-                      "params": {"strategy": "constant", "fill_value": "x"}}]})}, allow=("processed", "reports")),
+                      "params": {"strategy": "constant", "fill_value": "x"}}]})}),
         BadInput("extra-groups-unknown", ["validate", X], [X, "extra_groups.0", "sexx"],
                  files={X: mutate_keys("studies/004_table9_compas.yaml", {"extra_groups": ["sexx"]})}),
         BadInput("extra-groups-is-group", ["run", X], [X, "extra_groups.0"],

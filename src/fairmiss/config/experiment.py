@@ -20,8 +20,8 @@ from fairmiss.learners.specs import LearnerSpec, NATIVE_MISSING, MI_LEARNERS
 import fairmiss.metrics  # noqa: F401,E402  (imports every metric module: added metrics register themselves)
 from fairmiss.metrics.kinds import COUNT_METRICS, fairness_choices
 
-__all__ = ["Cell", "DatasetSpec", "ExecutionSpec", "ExperimentConfig", "METRICS", "missingness_label", "ReferenceSpec",
-           "SplitSpec", "TrackingSpec"]
+__all__ = ["Cell", "DatasetSpec", "EvaluationSpec", "ExecutionSpec", "ExperimentConfig", "METRICS", "missingness_label",
+           "ReferenceSpec", "SplitSpec", "StabilitySpec", "TrackingSpec"]
 
 
 # --------------------------------------------------------------------------- dataset / split
@@ -42,6 +42,9 @@ class DatasetSpec(_Strict):
     #: own data: the group column, or several (``[sex, race]``): their intersections are the groups
     group: Annotated[str, Field(min_length=1)] | list[Annotated[str, Field(min_length=1)]] | None = None
     group_names: dict[str | int, str] | None = None
+    #: the privileged (reference) group, by code or name: ``<metric>_signed_difference`` = the other group's
+    #: value − this group's (:func:`fairmiss.metrics.stability.signed_differences`); unset: none reported
+    privileged: str | int | None = None
     features: list[Annotated[str, Field(min_length=1)]] | None = None
     drop: list[Annotated[str, Field(min_length=1)]] | None = None
     categorical: list[Annotated[str, Field(min_length=1)]] | None = None
@@ -97,7 +100,7 @@ class DatasetSpec(_Strict):
     @model_serializer(mode="wrap")
     def _omit_unset_own_fields(self, handler):
         out = handler(self)
-        for k in _OWN_FIELDS_ALL:
+        for k in (*_OWN_FIELDS_ALL, "privileged"):
             if k in out and out[k] is None:
                 del out[k]
         return out
@@ -222,6 +225,15 @@ class ExecutionSpec(_Strict):
             raise ValueError("not a Dask scheduler address: give [tcp://]HOST[:PORT] (port 1-65535), as `dask "
                              "scheduler` prints it, e.g. tcp://10.0.0.5:8786")
         return v
+
+    @model_validator(mode="after")
+    def _address_needs_dask(self):
+        # an address only the Dask runner reads: refused with another runner rather than silently ignored
+        if self.dask_address is not None and self.task_runner != "dask":
+            raise ValueError(f"dask_address is read by the Dask runner only, but task_runner is "
+                             f"{self.task_runner!r}; add task_runner: dask to run the cells on {self.dask_address} "
+                             "(or remove dask_address)")
+        return self
     #: cells computed by one Prefect task, one after the other. Prefect costs ~8 ms per task run on
     #: a local server, a third of a 27-ms logistic-regression cell. ``auto``: with the thread runner, guided
     #: batches (each ``ceil(cells left / (4 × max_workers))`` cells, at most 32, shrinking to single cells at
@@ -231,6 +243,16 @@ class ExecutionSpec(_Strict):
     #: of that size with any runner. Results do not depend on it (every cell draws its own seeds); the
     #: MLflow child run stays one per cell, only Prefect's UI shows fewer, larger task runs.
     cells_per_task: Annotated[int, Field(ge=1, le=10_000)] | Literal["auto"] = "auto"
+
+
+class StabilitySpec(_Strict):
+    """``evaluation.stability``: ``estimators`` copies of a cell's learner, each fitted on ``fraction`` × n
+    training rows drawn with replacement (:mod:`fairmiss.pipeline.stability`)."""
+
+    #: the number of bootstrap copies B (label stability and jitter need at least two)
+    estimators: Annotated[int, Field(ge=2, le=10_000)] = 50
+    #: each copy's resample size as a share of the training rows (drawn with replacement)
+    fraction: Annotated[float, Field(gt=0.0, le=1.0)] = 0.8
 
 
 class EvaluationSpec(_Strict):
@@ -250,6 +272,22 @@ class EvaluationSpec(_Strict):
     #: the confusion counts give: overall, per group, each difference, ratio and gap; about three times the
     #: metrics logged per cell)
     intervals: Literal["headline", "all"] = "headline"
+    #: imputation quality on the masked test cells (:func:`fairmiss.impute.diagnostics.imputation_quality`):
+    #: accuracy and macro F1 of categorical imputations, KL divergence of every column, per group and as gaps
+    imputation_quality: bool = False
+    #: model stability from bootstrap copies of each cell's learner (:class:`StabilitySpec`); unset: none
+    stability: StabilitySpec | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_additions(self, handler):
+        # keys added later are left out of dumps while unset: a config setting only the older keys keeps its
+        # hash and its cells their cache keys
+        out = handler(self)
+        if isinstance(out, dict):
+            for k, default in (("imputation_quality", False), ("stability", None)):
+                if k in out and out[k] == default:
+                    del out[k]
+        return out
 
     def is_default(self) -> bool:
         return self == EvaluationSpec()
@@ -361,8 +399,13 @@ class ExperimentConfig(_Strict):
             for ln in self.learners if not _takes_nan(ln) and _pairs(ln, imp)
         ]
         if bad:
+            others = [imp.label for imp in self.imputers if imp.kind != "none"]
+            first = next(i for i, ln in enumerate(self.learners)
+                         if not _takes_nan(ln) and any(imp.kind == "none" and _pairs(ln, imp) for imp in self.imputers))
+            fix = (f"give learners.{first} imputers: [{', '.join(others)}] to pair it with the other imputers only"
+                   if others else "add an imputer, e.g. {kind: mean}, and give those learners imputers: [mean]")
             raise ValueError(
-                "learners that cannot take NaN need an imputer: " + "; ".join(bad)
+                "learners that cannot take NaN need an imputer: " + "; ".join(bad) + f"; fix: {fix}"
                 + f" (learners with native missing support: {sorted(NATIVE_MISSING)})"
             )
         bad_mi = [

@@ -258,9 +258,52 @@ def parse_config(data: dict, source: str | Path = "<dict>") -> ExperimentConfig:
     for i, m in enumerate(cfg.missingness):
         if m.kind == "preset" and m.preset not in PRESETS:
             raise ConfigError(f"{source}: missingness.{i}.preset: unknown preset '{m.preset}'; known: {sorted(PRESETS)}")
+        if m.kind == "preset" and "kind" in PRESETS[m.preset] and m.mode != "bernoulli":
+            raise ConfigError(f"{source}: missingness.{i}.mode: preset '{m.preset}' is a {PRESETS[m.preset]['kind']} "
+                              "spec; mode applies to the paper-000 presets only")
     check_dataset_spec(cfg.dataset, source)
+    cfg = privileged_to_code(cfg, source)
     check_columns(cfg, source)
+    check_two_group_learners(cfg, source)
     return cfg
+
+
+def privileged_to_code(cfg: ExperimentConfig, source: str | Path = "<dict>") -> ExperimentConfig:
+    """``dataset.privileged`` given by name or code, stored as the group's code (both spellings are one config,
+    one hash); a value that is neither a :class:`ConfigError` listing the dataset's groups."""
+    p = cfg.dataset.privileged
+    if p is None:
+        return cfg
+    from fairmiss.datasets import get_variant
+
+    v = get_variant(cfg.dataset.name)
+    groups = v.group_encoding or {}
+    by_name = {str(name): int(code) for code, name in groups.items()}
+    code = int(p) if isinstance(p, int) and p in groups else by_name.get(str(p))
+    if code is None and isinstance(p, str) and p.lstrip("-").isdigit() and int(p) in groups:
+        code = int(p)
+    if code is None:
+        listed = ", ".join(f"{c} = {n}" for c, n in sorted(groups.items()))
+        raise ConfigError(f"{source}: dataset.privileged: {p!r} is not a group of dataset {v.name}; its groups "
+                          f"(code = name; either may be used): {listed}")
+    return cfg.model_copy(update={"dataset": cfg.dataset.model_copy(update={"privileged": code})})
+
+
+def check_two_group_learners(cfg: ExperimentConfig, source: str | Path = "<dict>") -> None:
+    """Learners defined for two groups (registered with ``two_groups=True``: the Fair MIP Forest's regulariser)
+    are refused when the dataset registry knows more groups (intersectional ``dataset.group``, an own file's
+    ``group_names``), naming ``learners.N``, the groups and the fix; before any data are read."""
+    from fairmiss.datasets import get_variant
+    from fairmiss.learners.adapter import LEARNER_KINDS
+
+    groups = get_variant(cfg.dataset.name).group_encoding or {}
+    two = LEARNER_KINDS.with_flag("two_groups")
+    for i, ln in enumerate(cfg.learners):
+        if ln.kind in two and len(groups) > 2:
+            names = ", ".join(str(n) for _, n in sorted(groups.items()))
+            raise ConfigError(f"{source}: learners.{i}: {ln.label} is defined for two groups ({ln.kind}), but "
+                              f"dataset {cfg.dataset.name} has {len(groups)} groups ({names}); give it a dataset "
+                              "with one two-valued group column, or use another learner")
 
 
 def _check_int_sizes(value, source, key: str = "") -> None:
@@ -306,7 +349,7 @@ def check_columns(cfg: ExperimentConfig, source: str | Path = "<dict>") -> None:
     ``extra_groups`` (columns of the processed table other than the group), the ``protected`` columns of
     BuDRO / Project / Reweigh and the ``consistency`` columns (features)."""
     from fairmiss.datasets import get_variant
-    from fairmiss.missingness.mechanisms import masked_columns
+    from fairmiss.missingness.mechanisms import masked_columns, read_columns
 
     v = get_variant(cfg.dataset.name)
     features = list(v.features) + ([v.group] if cfg.dataset.group_as_feature else [])
@@ -328,6 +371,11 @@ def check_columns(cfg: ExperimentConfig, source: str | Path = "<dict>") -> None:
             if c in role:
                 fail(key, f"it would mask '{c}', {role[c]}; the group and the label are never masked")
         need_features(key, cols)
+        for c in read_columns(m):
+            if c == v.group and c not in features:
+                fail(f"{key}.condition.column", f"'{c}' is the dataset's group; condition on it with column: group "
+                     "(its codes)")
+        need_features(f"{key}.condition.column", read_columns(m), "condition column")
         if m.kind == "mar":
             need_features(key + ".drivers", m.drivers, "driver column")
         group_codes = {int(k) for k in (v.group_encoding or {})}

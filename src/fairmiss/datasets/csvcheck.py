@@ -94,6 +94,9 @@ class CsvLayout:
 def scan_csv(path: Path, text: str, *, normalize=str.strip) -> CsvLayout:
     """Header and per-line field counts of a comma-separated text (quotes honoured); raises on an empty
     header name, a line with the wrong number of fields and a file with no data line."""
+    if "\n" not in text and "\r" in text.rstrip("\r"):  # else read as one line: "header only"
+        raise DatasetError(f"{path}: the lines end with CR only (classic Mac OS line endings), so the file reads as "
+                           "one line; save it with LF (or CRLF) line endings")
     quoted = '"' in text
     if quoted:
         reader = csv.reader(io.StringIO(text, newline=""))

@@ -51,6 +51,9 @@ def _fields(spec) -> dict:
     return {k: getattr(spec, k, None) for k in OWN_FIELDS}
 
 
+#: largest magnitude of a numeric feature value: its square (a variance, a distance) stays finite in float64
+MAX_ABS_VALUE = 1e150
+
 #: most distinct values a ``dataset.categorical`` column may have (each becomes a one-hot column); more is
 #: almost always an identifier or free text. ``FAIRMISS_MAX_LEVELS`` raises it.
 MAX_LEVELS = 100
@@ -238,6 +241,14 @@ def read_own(path: Path, fields: dict) -> tuple[pd.DataFrame, dict]:
         for c in (label, *group_cols, *categorical):
             df[c] = _as_text(df[c])
 
+    for c in numeric:  # finite, but so large that squares and sums overflow in a cell (a scaler, a distance)
+        arr = np.abs(df[c].to_numpy(dtype="float64", na_value=np.nan))
+        big = arr > MAX_ABS_VALUE
+        if big.any():
+            i = int(np.flatnonzero(big)[0])
+            raise DatasetError(f"{path}: {line_of(i)}, column '{c}': value {df[c].iloc[i]:g} is too large to compute "
+                               f"with (magnitude above {MAX_ABS_VALUE:g}: squares and sums overflow to infinity; "
+                               f"{int(big.sum())} such cell(s)); rescale the column, or list it under dataset.drop")
     n = len(df)
     if n == 0:
         raise DatasetError(f"{path}: no data rows")

@@ -113,8 +113,10 @@ def _binary_label(variant) -> bool:
 
 def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed"),
             docs_dir: Path | None = None, allow_download: bool = True, revalidate: bool = False,
-            fairness_metric: str | None = None) -> Processed:
-    """Build the processed table from raw files, validate it (GE gate), persist it atomically.
+            fairness_metric: str | None = None, check=None) -> Processed:
+    """Build the processed table from raw files, validate it (GE gate), persist it atomically. ``check``: called
+    with the built table (a :class:`Processed` not yet persisted) before the gate and before anything is written,
+    for the caller's own checks of it (a run's learners and group sizes: ``flows.run.check_table``).
 
     The gate is skipped when the processed metadata holds a receipt saying that a table with the same
     content hash passed the same suite (:func:`fairmiss.datasets.validate.suite_fingerprint`; the suite is a
@@ -131,6 +133,11 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
     check_groups(df, variant.group, variant.label, where=_data_where(variant, raw_dir),
                  fairness_metric=fairness_metric, binary_label=_binary_label(variant))
     n_rows, h, stem = table_identity(variant, df, info)
+    features = list(variant.features)
+    if dataset_spec.group_as_feature:
+        features = [*features, variant.group]
+    if check is not None:
+        check(Processed(variant.name, df, features, variant.group, variant.label, dict(info), h))
     suite = suite_fingerprint(variant, n_rows)
     revalidate = revalidate or os.environ.get("FAIRMISS_REVALIDATE", "").lower() in ("1", "true", "yes")
     receipt = None if revalidate else validation_receipt(processed_dir, stem, data_hash=h, suite=suite,
@@ -143,9 +150,6 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
     else:
         report = validate_table(df, variant, docs_dir=docs_dir, n_rows=n_rows)
         n_expectations, docs_index = report.n_expectations, report.docs_index
-    features = list(variant.features)
-    if dataset_spec.group_as_feature:
-        features = [*features, variant.group]
     built = dict(info)  # as built, before finish_processed adds to it
     out = finish_processed(variant, df, info, processed_dir, stem, data_hash=h, n_expectations=n_expectations,
                            validation={"suite": suite, "data_hash": h}, features=features,

@@ -68,7 +68,9 @@ def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
     if getattr(cfg, "min_group_size", 0):
         p["min_group_size"] = cfg.min_group_size
     if not cfg.evaluation.is_default():  # only when set: the cache keys of every existing cell are unchanged
-        p.update({f"evaluation.{k}": v for k, v in cfg.evaluation.model_dump().items()})
+        p.update(_flatten(cfg.evaluation.model_dump(), "evaluation."))
+    if getattr(cfg.dataset, "privileged", None) is not None:  # only when set (signed differences)
+        p["dataset.privileged"] = cfg.dataset.privileged
     return p
 
 
@@ -118,6 +120,8 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
              "imputer": derive_seed(cfg.seed, "imputer", cell.imputer.label, cell.split_index),
              "learner": derive_seed(cfg.seed, "learner", cell.learner.label, cell.split_index),
              "bootstrap": derive_seed(cfg.seed, "bootstrap", cell.key)}
+    if cfg.evaluation.stability is not None:
+        seeds["stability"] = derive_seed(cfg.seed, "stability", cell.key)
     res.seeds = seeds
     df = data.df
     y = df[data.label].to_numpy()
@@ -177,6 +181,12 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         res.metrics.update(consistency_metrics(cfg, data, learner, Xte_eval, imputer, X[te], s[te], pred))
         res.metrics.update(extra_group_metrics(cfg, data, te, y[te], pred))
         res.metrics.update(learner.fit_metrics())
+        t3 = time.perf_counter()
+        if cfg.evaluation.stability is not None:
+            res.metrics.update(stability_of_cell(cfg, cell, data, Xtr, y[tr], s[tr], Xte_eval, y[te], s[te],
+                                                 seeds["imputer"], threads))
+        t_stab = time.perf_counter() - t3
+        res.metrics.update(signed_metrics(cfg, data, res.metrics))
         res.metrics["n_train"] = float(len(tr))
         res.metrics["n_test"] = float(len(te))
         res.confusion = group_confusion_matrices(y[te], pred, s[te])
@@ -189,11 +199,14 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         # imputation diagnostics are about the imputer: on every test row (complete rows hold nothing imputed)
         diag, tables = imputation_diagnostics(cell, data, split, imputer, learner, Xte, group_kw,
                                               pred if len(te) == len(te_all) else None,
-                                              min_group_size=getattr(cfg, "min_group_size", 0))
+                                              min_group_size=getattr(cfg, "min_group_size", 0),
+                                              quality=cfg.evaluation.imputation_quality)
         res.metrics.update(diag)
         res.tables.update(tables)
-        res.timings = {"impute_seconds": t1 - t0, "fit_seconds": t2 - t1, "predict_seconds": t4 - t2,
+        res.timings = {"impute_seconds": t1 - t0, "fit_seconds": t2 - t1, "predict_seconds": t4 - t2 - t_stab,
                        "diagnostics_seconds": time.perf_counter() - t4}
+        if cfg.evaluation.stability is not None:
+            res.timings["stability_seconds"] = t_stab
         res.status = "ok"
     except Exception as exc:  # captured so one failing cell does not kill the sweep
         logger.error("cell %s failed: %s", cell.key, exc)
@@ -268,6 +281,39 @@ def _intervals(cfg: ExperimentConfig, y_te, pred, s_te, seed: int, names: list, 
                                          level=ev.ci, strata=ev.strata))
 
 
+def stability_of_cell(cfg: ExperimentConfig, cell: Cell, data: Processed, X_tr, y_tr, s_tr, X_te, y_te, s_te,
+                      imputer_seed: int, threads: int = 1) -> dict:
+    """``evaluation.stability``: label stability, jitter, probability spread and the ensemble's metrics of
+    bootstrap copies of the cell's learner (:mod:`fairmiss.pipeline.stability`), on the evaluated test rows."""
+    from fairmiss.pipeline.stability import cell_stability
+
+    def make(seed):
+        ln = make_learner(cell.learner, seed, threads=threads, feature_names=data.features)
+        if cell.imputer.kind == "multiple":
+            ln.estimator = wrap_multiple(cell.imputer, ln.estimator, imputer_seed % (2**31))
+        return ln
+
+    st = cfg.evaluation.stability
+    return cell_stability(make, X_tr, y_tr, s_tr, X_te, y_te, s_te, root_seed=cfg.seed, cell_key=cell.key,
+                          estimators=st.estimators, fraction=st.fraction, metrics=cfg.metrics)
+
+
+def signed_metrics(cfg: ExperimentConfig, data: Processed, metrics: dict) -> dict:
+    """``dataset.privileged``: the signed differences (other group − privileged group, Virny's ``dis − priv``;
+    :func:`fairmiss.metrics.stability.signed_differences`) of the config's ``metrics`` and, with
+    ``evaluation.stability``, of the stability measures; groups left out by ``min_group_size`` give NaN."""
+    priv = getattr(cfg.dataset, "privileged", None)
+    if priv is None:
+        return {}
+    from fairmiss.metrics.stability import STABILITY_METRICS, signed_differences
+
+    names = list(dict.fromkeys([*cfg.metrics, *(STABILITY_METRICS if cfg.evaluation.stability else ())]))
+    groups = np.unique(data.df[data.group].to_numpy())
+    left = [k[len("left_out_group_"):] for k in metrics if k.startswith("left_out_group_")]
+    left = [g for g in groups if str(g) in left]
+    return signed_differences(metrics, names, groups, priv, left_out=left)
+
+
 def complete_case_metrics(cfg: ExperimentConfig, y_te, pred, s_te, score, complete_te) -> dict:
     """Complete-case measurement (Zhang & Long, NeurIPS 2021): when some test rows hold a missing value,
     the metrics on the complete test rows (``cc.<metric>``), their difference to the same metrics on every
@@ -313,7 +359,8 @@ class _Transformer:
 
 
 def imputation_diagnostics(cell: Cell, data: Processed, split: SplitData, imputer, learner, Xte_imputed,
-                           group_kw: dict, pred=None, *, min_group_size: int = 0) -> tuple[dict, dict]:
+                           group_kw: dict, pred=None, *, min_group_size: int = 0,
+                           quality: bool = False) -> tuple[dict, dict]:
     """Imputation-fairness diagnostics of one cell on the test split (paper 000 §3), as metrics and tables.
 
     * Missingness by group, for every imputer (``none`` included): the share of each group's rows of the
@@ -331,6 +378,9 @@ def imputation_diagnostics(cell: Cell, data: Processed, split: SplitData, impute
 
     Metric names: ``imp_miss.<col>_group_<g>``, ``imp_disc.<col>``, ``imp_{mse,rmse,bias}.<col>_group_<g>``,
     ``imp_thm1_disc.<col>``. Disc is taken over the groups with at least ``min_group_size`` test rows.
+    With ``quality`` (``evaluation.imputation_quality``) also ``imp_{acc,f1,kl}.<col>[_group_<g>]`` and their
+    gaps ``imp_{acc,f1,kl}_gap.<col>`` (:func:`~fairmiss.impute.diagnostics.imputation_quality`) and the table
+    ``imputation_quality.csv``.
     Cost: ~3 ms CPU per cell on COMPAS (numpy on the test split; the imputed matrix is reused).
     """
     from fairmiss.impute.diagnostics import (cell_imputation_diagnostics, mismatch_bound, mismatch_bound_from_model,
@@ -374,7 +424,29 @@ def imputation_diagnostics(cell: Cell, data: Processed, split: SplitData, impute
     metrics.update(diag)
     if not table.empty:
         tables["imputation_diagnostics.csv"] = table
+    if quality:
+        from fairmiss.impute.diagnostics import imputation_quality
+
+        qm, qt = imputation_quality(pd.DataFrame(X_true, columns=data.features), imputed, mask,
+                                    sensitive_features=s_te, categorical=categorical_features(data),
+                                    left_out=codes[sizes < min_group_size])
+        metrics.update(qm)
+        if not qt.empty:
+            tables["imputation_quality.csv"] = qt
     return metrics, tables
+
+
+def categorical_features(data: Processed) -> list[str]:
+    """The features the dataset registry types ``binary`` or ``categorical`` (one-hot columns are binary); for
+    data the registry of this process does not know, the features whose values are all 0 or 1."""
+    try:
+        from fairmiss.datasets import get_variant
+
+        types = get_variant(data.dataset).features
+        return [c for c in data.features if types.get(c) in ("binary", "categorical")]
+    except Exception:  # noqa: BLE001 — an own file registered in another process: read the values
+        X = data.df[data.features]
+        return [c for c in data.features if X[c].dropna().isin((0, 1)).all()]
 
 
 EXTRA_GROUP_GAPS = ("tpr_difference", "fpr_difference", "selection_rate_difference", "accuracy_difference",
@@ -431,7 +503,7 @@ def consistency_metrics(cfg, data, learner, Xte_model, imputer, Xte_raw, s_te, p
     return out
 
 
-TIMING_KEYS = ("impute_seconds", "fit_seconds", "predict_seconds", "diagnostics_seconds")
+TIMING_KEYS = ("impute_seconds", "fit_seconds", "predict_seconds", "diagnostics_seconds", "stability_seconds")
 
 
 def reused_result(cell: Cell, params: dict, metrics: dict, run_id: str) -> CellResult:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -64,7 +65,20 @@ def run_name(result, *, with_missingness: bool = False) -> str:
 def _extra_keys(results) -> list[str]:
     """Per-run metric keys summarised beside :func:`~fairmiss.metrics.kinds.summary_metrics`: consistencies and
     extra-group gaps."""
-    return sorted({k for r in results for k in r.metrics if k.startswith("consistency_") or "_by_" in k})
+    return sorted({k for r in results for k in r.metrics if k.startswith("consistency_") or "_by_" in k
+                   or _opt_in_summary(k)})
+
+
+#: opt-in measures summarised when a cell has them (``evaluation.stability``, ``evaluation.imputation_quality``,
+#: ``dataset.privileged``, ``metrics: [f1]``): their overall values and between-group gaps, never per group
+_OPT_IN = re.compile(r"^(f1|label_stability|jitter|proba_std)(_difference|_signed_difference)?$"
+                     r"|^[a-z0-9_]+_signed_difference$|^imp_(acc|f1|kl)_gap\.")
+
+
+def _opt_in_summary(key: str) -> bool:
+    if key.startswith("ens_"):
+        return key[4:] in summary_metrics()
+    return bool(_OPT_IN.match(key))
 
 
 def summarise(results: list[CellResult]) -> dict:
@@ -113,7 +127,7 @@ def cells_table(results: list[CellResult]) -> pd.DataFrame:
     ])
     floats = df.select_dtypes("float").columns
     df[floats] = df[floats] + 0.0  # -0.0 is written as 0.0 (io.no_negative_zero)
-    return df
+    return df.copy()  # one block again: the column-wise assignment fragments a wide table (intervals: all)
 
 
 def one_split_intervals(results: list[CellResult]) -> dict:
@@ -137,15 +151,16 @@ def _code_order(code: str):
     return (0, int(code), "") if code.lstrip("-").isdigit() else (1, 0, code)
 
 
-def _cell_pair(metrics: dict, rates: list[str]) -> tuple[str, str, str] | None:
+def _cell_pair(metrics: dict, rates: list[str], groups) -> tuple[str, str, str] | None:
     """``(rate, code with the highest value, code with the lowest)`` of the rate among ``rates`` whose
     difference is largest in one cell's metrics (ties: the first rate, the first group in code order), over
-    the groups not left out by ``min_group_size``; ``None`` when no rate is defined on two groups."""
-    left = {k[len("left_out_group_"):] for k in metrics if k.startswith("left_out_group_")}
+    the groups ``groups`` (the registry's codes) not left out by ``min_group_size``; ``None`` when no rate is defined
+    on two groups. Each group's metric is looked up by its name (``fnr_group_<code>``), never found by parsing
+    metric names: ``fnr_group_0_ci_low`` is an interval bound of group ``0``, not a group."""
     best = None
     for rate in rates:
-        head = f"{rate}_group_"
-        by = {k[len(head):]: v for k, v in metrics.items() if k.startswith(head) and k[len(head):] not in left}
+        by = {c: metrics[f"{rate}_group_{c}"] for c in groups
+              if f"{rate}_group_{c}" in metrics and f"left_out_group_{c}" not in metrics}
         if len(by) < 2 or any(v != v for v in by.values()):
             continue
         codes = sorted(by, key=_code_order)
@@ -163,8 +178,9 @@ def gap_groups(results: list[CellResult], fairness_metric: str, groups: dict) ->
     it (``fnr`` for ``fnr_difference``; for a gap computed from several rates, e.g. equalized odds, the rate
     whose difference is largest in the cell) and the groups with its highest and lowest value, named, in the
     most common pair over the splits ("2 of 3 splits"; ties: the pair seen first); where lower or higher is
-    better (FNR, FPR, TPR, accuracy) the worse-off group is said first. Methods without per-group metrics
-    defined on two groups have no entry. :func:`format_table` prints them under each missingness's rows."""
+    better (FNR, FPR, TPR, accuracy) the worse-off group is said first. ``groups`` (code -> name, the
+    dataset registry's) decides which groups there are. Methods without per-group metrics defined on two
+    groups have no entry. :func:`format_table` prints them under each missingness's rows."""
     from collections import Counter
 
     from fairmiss.metrics.kinds import METRIC_TABLE
@@ -177,7 +193,7 @@ def gap_groups(results: list[CellResult], fairness_metric: str, groups: dict) ->
     per: dict = {}
     for r in results:
         if r.status == "ok":
-            pair = _cell_pair(r.metrics, rates)
+            pair = _cell_pair(r.metrics, rates, [str(c) for c in groups])
             per.setdefault((r.missingness, r.method), Counter())[pair] += pair is not None
     out = {}
     for key, counts in per.items():

@@ -130,9 +130,11 @@ class Tracker:
             except TrackingStoreError as end_exc:
                 # The store went away: the run stays RUNNING there until the next invocation's
                 # reap_dead_runs marks it FAILED. The first error is the one reported.
+                self.ended_failed = (run_id, False)
                 if not isinstance(exc, TrackingStoreError):
                     logger.warning("run %s could not be marked FAILED: %s", run_id, end_exc)
                 raise exc from exc.__cause__
+            self.ended_failed = (run_id, True)  # what a stopped command says (flows.errors.stopped_line)
             raise
         else:
             self.end_run(run_id)

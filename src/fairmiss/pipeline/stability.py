@@ -1,0 +1,81 @@
+"""Stability of one cell's learner from a training bootstrap (``evaluation: {stability: {estimators, fraction}}``).
+
+``estimators`` = B copies of the cell's learner (its spec, a fresh estimator each) are fitted, each on its own
+resample of the cell's (imputed) training rows — ``int(fraction × n)`` rows drawn with replacement, as Virny
+0.6.0's ``generate_bootstrap`` draws them — and predict the cell's evaluated test rows. From their labels
+(``learner.predict``) and positive-class probabilities (``learner.score``: ``predict_proba[:, 1]``, or the hard
+prediction for a learner without probabilities; a plain classifier's label is then ``p > 0.5``, its most probable
+class, as Virny reads labels off probabilities) come, overall, per group and as gaps:
+
+* ``label_stability``, ``jitter``, ``proba_std`` (:mod:`fairmiss.metrics.stability`, Virny's formulas);
+* ``ens_<metric>``: every metric of :func:`fairmiss.metrics.evaluate` (the config's ``metrics:``, the fairness
+  gaps) for the *ensemble*: the mean probability over the copies as the score and ``mean > 0.5`` as the label
+  (Virny scores its accuracy and fairness metrics that way). The cell's own ``<metric>`` values stay those of the
+  single learner fitted on every training row.
+
+**Seeds.** Copy ``b``'s resample and its learner's seed come from ``SeedSequence(derive_seed(root, "stability",
+cell key)).spawn(B)[b]``: the same cell gives the same copies on every run, and copies differ from each other
+and from the cell's own learner.
+
+**Where the copies run.** One after the other inside the cell's task, with the cell's thread budget
+(``threads``, the ``n_jobs`` of a learner that takes one): the run's executor already runs up to
+``max_workers`` cells at a time, so fanning a cell's copies out to it as well would put B × the cells in flight
+on the same cores (and cannot be done from inside a task under the process and Dask runners). The cost is
+measured in ``bench/results/stability_cost.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairmiss.metrics import evaluate
+from fairmiss.metrics.stability import STABILITY_METRICS, stability_metrics
+from fairmiss.seeds import derive_seed
+
+__all__ = ["bootstrap_predictions", "cell_stability", "copy_seeds"]
+
+
+def copy_seeds(root_seed: int, cell_key: str, estimators: int) -> list[np.random.SeedSequence]:
+    """One seed sequence per copy, from the cell's stability seed."""
+    return np.random.SeedSequence(derive_seed(root_seed, "stability", cell_key)).spawn(int(estimators))
+
+
+def bootstrap_predictions(make, X_tr, y_tr, s_tr, X_te, s_te, *, seeds, fraction: float):
+    """``(labels, proba)``, two ``(B, n_test)`` matrices: copy ``b`` = ``make(seed)`` (an unfitted
+    :class:`~fairmiss.learners.adapter.Learner`) fitted on ``int(fraction × n)`` training rows drawn with
+    replacement by ``default_rng(seeds[b])``, its labels and scores on the test rows."""
+    n = len(y_tr)
+    size = int(fraction * n)
+    if size < 1:
+        raise ValueError(f"evaluation.stability.fraction {fraction} of {n} training rows draws no row")
+    labels, proba = [], []
+    for ss in seeds:
+        rng = np.random.default_rng(ss)
+        idx = rng.choice(n, size=size, replace=True)
+        learner = make(int(rng.integers(2**31)))
+        learner.fit(X_tr[idx], y_tr[idx], s_tr[idx])
+        p = np.asarray(learner.score(X_te, s_te), dtype=float)
+        # a plain classifier's label is its most probable class (Virny's rule, p(1) > 0.5): one pass over the
+        # test rows; a learner that predicts otherwise (post-processing, randomised prediction) is asked
+        plain = not (learner.needs_sensitive_predict or learner.randomized_predict) and \
+            hasattr(learner.estimator, "predict_proba")
+        labels.append((p > 0.5).astype(int) if plain else np.asarray(learner.predict(X_te, s_te)).astype(int))
+        proba.append(p)
+    return np.vstack(labels), np.vstack(proba)
+
+
+def cell_stability(make, X_tr, y_tr, s_tr, X_te, y_te, s_te, *, root_seed: int, cell_key: str, estimators: int,
+                   fraction: float, metrics=None) -> dict[str, float]:
+    """The stability and ensemble metrics of one cell (see the module)."""
+    labels, proba = bootstrap_predictions(make, X_tr, y_tr, s_tr, X_te, s_te, fraction=fraction,
+                                          seeds=copy_seeds(root_seed, cell_key, estimators))
+    out = stability_metrics(labels, proba, s_te)
+    mean = proba.mean(axis=0)
+    ens = evaluate(y_te, (mean > 0.5).astype(int), s_te, y_score=mean, metrics=metrics)
+    out.update({f"ens_{k}": v for k, v in ens.items()})
+    out["stability_estimators"] = float(estimators)
+    return out
+
+
+#: the stability measures a signed difference is reported for (besides the config's metrics)
+SIGNED = STABILITY_METRICS
