@@ -38,7 +38,7 @@ import pandas as pd
 
 from fairmiss.datasets.registry import DatasetError
 
-__all__ = ["CsvLayout", "NONFINITE_TEXT", "check_finite_numbers", "read_csv_strict", "read_text_strict",
+__all__ = ["CsvLayout", "NONFINITE_TEXT", "SEPARATORS", "check_finite_numbers", "read_csv_strict", "read_text_strict",
            "scan_csv"]
 
 #: Cell texts (lower-cased, stripped) that parsers turn into non-finite floats or NaN.
@@ -91,15 +91,20 @@ class CsvLayout:
     duplicates: dict[str, list[int]]
 
 
-def scan_csv(path: Path, text: str, *, normalize=str.strip) -> CsvLayout:
-    """Header and per-line field counts of a comma-separated text (quotes honoured); raises on an empty
-    header name, a line with the wrong number of fields and a file with no data line."""
+#: the delimiters :func:`scan_csv` / :func:`read_csv_strict` read, and their names in messages
+SEPARATORS = {",": "comma", ";": "semicolon"}
+
+
+def scan_csv(path: Path, text: str, *, normalize=str.strip, sep: str = ",") -> CsvLayout:
+    """Header and per-line field counts of a ``sep``-separated text (comma by default; quotes honoured); raises
+    on an empty header name, a line with the wrong number of fields and a file with no data line."""
+    what = SEPARATORS[sep]
     if "\n" not in text and "\r" in text.rstrip("\r"):  # else read as one line: "header only"
         raise DatasetError(f"{path}: the lines end with CR only (classic Mac OS line endings), so the file reads as "
                            "one line; save it with LF (or CRLF) line endings")
     quoted = '"' in text
     if quoted:
-        reader = csv.reader(io.StringIO(text, newline=""))
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
         try:
             rows = []
             prev = 0
@@ -109,12 +114,12 @@ def scan_csv(path: Path, text: str, *, normalize=str.strip) -> CsvLayout:
         except csv.Error as exc:
             raise DatasetError(f"{path}: line {reader.line_num}: malformed CSV ({exc})") from exc
         rows = [(i, len(r), r) for i, r in rows if r and not (len(r) == 1 and not r[0].strip())]  # blank: skipped
-    else:  # no quotes: field counts by counting commas (no per-field strings for wide files)
-        rows = [(i, line.count(",") + 1, line) for i, line in enumerate(text.split("\n"), start=1)
+    else:  # no quotes: field counts by counting delimiters (no per-field strings for wide files)
+        rows = [(i, line.count(sep) + 1, line) for i, line in enumerate(text.split("\n"), start=1)
                 if line.strip()]  # blank lines are skipped, as pandas does
         if rows:
             i0, _, h = rows[0]
-            rows[0] = (i0, 0, h.rstrip("\r").split(","))
+            rows[0] = (i0, 0, h.rstrip("\r").split(sep))
     if not rows:
         raise DatasetError(f"{path}: empty file")
     hline, _, raw_header = rows[0]
@@ -131,12 +136,12 @@ def scan_csv(path: Path, text: str, *, normalize=str.strip) -> CsvLayout:
     for lineno, nf, _ in rows[1:]:
         if nf != w:
             if nf < w:
-                what = f"first absent column '{header[nf]}' (truncated line?)"
+                problem = f"first absent column '{header[nf]}' (truncated line?)"
             else:
-                what = "extra field(s) after the last column (a stray delimiter or two lines joined?)"
-            hint = " (wrong delimiter? the file must be comma-separated)" if w == 1 or nf == 1 else ""
-            raise DatasetError(f"{path}: line {lineno}: expected {w} comma-separated fields as in the header, got "
-                               f"{nf}; {what}{hint}")
+                problem = "extra field(s) after the last column (a stray delimiter or two lines joined?)"
+            hint = f" (wrong delimiter? the file must be {what}-separated)" if w == 1 or nf == 1 else ""
+            raise DatasetError(f"{path}: line {lineno}: expected {w} {what}-separated fields as in the header, got "
+                               f"{nf}; {problem}{hint}")
     if len(rows) == 1:
         raise DatasetError(f"{path}: header only, no data rows")
     return CsvLayout(header, np.array([r[0] for r in rows[1:]], dtype=np.int64), dups)
@@ -176,8 +181,9 @@ def check_finite_numbers(path: Path, raw: pd.Series, column: str, lines, *, allo
 
 
 def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, normalize=str.strip,
-                    columns: str = "all", return_lines: bool = False, **read_csv_kwargs):
-    """Read a comma-separated file with a header, checked as the module docstring says.
+                    columns: str = "all", return_lines: bool = False, sep: str = ",", **read_csv_kwargs):
+    """Read a comma-separated (or ``sep``-separated, :data:`SEPARATORS`) file with a header, checked as the
+    module docstring says.
 
     Parameters
     ----------
@@ -203,15 +209,15 @@ def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, nor
     path = Path(path)
     required = list(required)
     text = read_text_strict(path, expected=f"columns {required[:6]}{'…' if len(required) > 6 else ''}", header=True)
-    layout = scan_csv(path, text, normalize=normalize)
+    layout = scan_csv(path, text, normalize=normalize, sep=sep)
     missing = [c for c in required if c not in layout.header]
     if missing:
-        hint = " (wrong delimiter? the file must be comma-separated)" if len(layout.header) == 1 else ""
+        hint = f" (wrong delimiter? the file must be {SEPARATORS[sep]}-separated)" if len(layout.header) == 1 else ""
         dups = "".join(f"; column '{h}' appears {len(p)} times (fields {[k + 1 for k in p]})"
                        for h, p in list(layout.duplicates.items())[:3])
         raise DatasetError(f"{path}: missing required column(s) {missing[:6]}{'…' if len(missing) > 6 else ''}"
                            f"{hint}{dups}")
-    kw = {"keep_default_na": False, "na_values": [""], **read_csv_kwargs}
+    kw = {"keep_default_na": False, "na_values": [""], "sep": sep, **read_csv_kwargs}
     names = [f"\x00{k}" for k in range(len(layout.header))]
     if columns == "required":
         want = set(required) | {c for c in numeric if c in layout.header}
@@ -233,15 +239,15 @@ def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, nor
         # fast path: the C parser reads the numeric block as float64; only columns holding a non-finite
         # value (NaN from an empty cell, or inf/nan text) or failing to parse are checked cell by cell
         try:
-            F = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=[pos[c] for c in raw_numeric],
+            F = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=[pos[c] for c in raw_numeric], sep=sep,
                             dtype="float64", keep_default_na=False, na_values=[""], skip_blank_lines=True)
             suspect = [c for c in raw_numeric if not np.isfinite(F[f"\x00{pos[c]}"].to_numpy()).all()]
         except (ValueError, pd.errors.ParserError):
             # some numeric column does not parse as float64: without the fast frame every numeric column is
             # checked cell by cell (the failing ones first, so the error names the first bad column)
-            bad = _unparseable(text, names, [pos[c] for c in raw_numeric], raw_numeric)
+            bad = _unparseable(text, names, [pos[c] for c in raw_numeric], raw_numeric, sep)
             suspect = bad + [c for c in raw_numeric if c not in bad]
-        raw = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=[pos[c] for c in suspect],
+        raw = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=[pos[c] for c in suspect], sep=sep,
                           dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=True) if suspect else None
         for c in raw_numeric:
             if c not in suspect:
@@ -255,7 +261,7 @@ def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, nor
     dup_req = {h: ps for h, ps in layout.duplicates.items() if h in required}
     if dup_req:  # a duplicated required column is ambiguous unless every copy holds the same text
         raw = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=[p for ps in dup_req.values() for p in ps],
-                          dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=True)
+                          sep=sep, dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=True)
         for h, ps in dup_req.items():
             cols = [raw[f"\x00{p}"].str.strip().to_numpy() for p in ps]
             diff = np.flatnonzero(np.any([c != cols[0] for c in cols[1:]], axis=0))
@@ -266,11 +272,11 @@ def read_csv_strict(path: Path, required, *, numeric=(), allow_missing=True, nor
     return (out, layout.lines) if return_lines else out
 
 
-def _unparseable(text: str, names, positions, columns) -> list[str]:
+def _unparseable(text: str, names, positions, columns, sep: str = ",") -> list[str]:
     """Columns (of ``columns``) with a cell that float() rejects or that is inf/nan-like text — found with
     numpy's C conversion per column, so that a wide file's failing column is located without per-cell Python."""
     A = pd.read_csv(io.StringIO(text), header=0, names=names, usecols=positions, dtype=str, keep_default_na=False,
-                    na_filter=False, skip_blank_lines=True)
+                    na_filter=False, skip_blank_lines=True, sep=sep)
     out = []
     for c, p in zip(columns, positions):
         v = A[f"\x00{p}"].to_numpy(dtype=str)
