@@ -54,7 +54,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [measure(n, Path(tmp)) for n in DATASETS]
     cardio = next(r for r in rows if r["dataset"] == "cardio")
-    record = {"command": COMMAND, "date": dt.date.today().isoformat(), "python": platform.python_version(),
+    record = {"command": COMMAND, "date": dt.datetime.now().strftime("%Y-%m-%d"), "python": platform.python_version(),
               "goal_s": GOAL_S, "cardio_meets_goal": cardio["total_s_max"] <= GOAL_S, "results": rows}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "son_load.json").write_text(json.dumps(record, indent=2) + "\n")
