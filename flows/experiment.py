@@ -179,7 +179,9 @@ def cell_batches(cells: list, execution) -> list[list]:
     """``cells`` cut, in order, into the batches of ``execution.cells_per_task`` (see :class:`fairmiss.config.experiment.ExecutionSpec`):
     ``auto`` with the thread runner = guided batches, ``ceil(left / (4 × max_workers))`` cells capped at 32,
     so the first batches amortise Prefect's per-task cost and the last ones are single cells that the workers
-    finish together; ``auto`` with the process and Dask runners = one cell per task; an integer = that size."""
+    finish together; ``auto`` with the process and Dask runners = one cell per task; an integer = that size.
+    A batch never cuts a fit group (:attr:`fairmiss.config.Cell.fit_group`, the test scenarios of a ``shift`` with
+    ``tests``, adjacent in ``cells``): it is extended to the group's last cell, so the group is fitted once."""
     k = execution.cells_per_task
     out, i = [], 0
     while i < len(cells):
@@ -189,6 +191,9 @@ def cell_batches(cells: list, execution) -> list[list]:
             n = min(32, -(-(len(cells) - i) // (4 * execution.max_workers)))
         else:
             n = 1
+        group = getattr(cells[min(i + n, len(cells)) - 1], "fit_group", None)
+        while group is not None and i + n < len(cells) and getattr(cells[i + n], "fit_group", None) == group:
+            n += 1
         out.append(cells[i:i + n])
         i += n
     return out
@@ -416,7 +421,7 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
         # Prefect's result storage (see cell_cache_key and the README)
         code = cell_code_version()  # the code a cell runs: not the CLI, console or report
         keys = {c.key: pipeline.cell_cache_key(cfg, c, data_hash=data.data_hash, code_version=code) for c in cells}
-        miss_by_label = {missingness_label(m): m for m in cfg.missingness}
+        miss_by_label = {missingness_label(c.missingness): c.missingness for c in cells}  # a shift's scenarios too
 
         def split_key(c):
             return (c.split_index, missingness_label(c.missingness))
@@ -674,13 +679,14 @@ def _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, k
                    progress, results, log) -> None:
     """Results of every cell in config order: reused ones from the store, computed ones as their tasks finish,
     each handed to the tracking writer (or logged inline) as soon as it is there."""
+    several = len({missingness_label(c.missingness) for c in cells}) > 1
     for n, cell in enumerate(cells, 1):
         if cell.key in done:
             run = done[cell.key]
             metrics = coded_metrics(run.data.metrics, run.data.tags.get(GROUP_TAG))  # fnr_Black -> fnr_group_0
             res = pipeline.reused_result(cell, run.data.params, metrics, run.info.run_id)
             log.info("[%d/%d] %s: reused from run %s", n, len(cells),
-                     run_name(res, with_missingness=len(cfg.missingness) > 1), run.info.run_id,
+                     run_name(res, with_missingness=several), run.info.run_id,
                      extra={"fairmiss_progress": True})
             progress.step(computed=False)
             results.append(res)
@@ -689,7 +695,7 @@ def _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, k
         res = result_of(cell.key)
         cell_tags = {**tags, "cell.cache_key": keys[cell.key],
                      "mlflow.note.content": cell_description(res, data.dataset, groups)}
-        name = run_name(res, with_missingness=len(cfg.missingness) > 1)
+        name = run_name(res, with_missingness=several)
         if writer is not None:
             writer.submit(parent, res, tags=cell_tags, log_model=cfg.tracking.log_models, run_name=name,
                           group_names=groups)

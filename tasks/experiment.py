@@ -80,7 +80,8 @@ def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int
         return pipeline.make_split(cfg, data, split_index, miss_spec)
     except MissingnessError as exc:
         label = missingness_label(miss_spec)
-        i = next((j for j, m in enumerate(cfg.missingness) if missingness_label(m) == label), "?")
+        owner = getattr(miss_spec, "fit_group", None) or label  # a shift's test scenario: the shift's entry
+        i = next((j for j, m in enumerate(cfg.missingness) if missingness_label(m) == owner), "?")
         raise MissingnessError(f"{config_path}: missingness.{i} ('{label}'): {exc}") from exc
     except (ConfigError, DatasetError):  # DatasetError: fewer than two groups / classes (check_groups)
         raise
@@ -94,18 +95,22 @@ def split_task(cfg: ExperimentConfig, data: pipeline.Processed, split_index: int
 def fit_evaluate_task(cfg, cells, data, splits, threads: int = 1, sink=None) -> list[pipeline.CellResult] | None:
     """:func:`fairmiss.pipeline.fit_evaluate` on a batch of cells, in order (``execution.cells_per_task``), each
     with its own split (with the thread runner, possibly the split task's future: the cells then start before the
-    flow has waited for the splits and the tracking store, and a failed split fails the batch with its error). With a ``sink`` (the thread runner's ``flows.experiment.CellSink``, same process) every
+    flow has waited for the splits and the tracking store, and a failed split fails the batch with its error); the
+    cells of one fit group (:attr:`fairmiss.config.Cell.fit_group`) are imputed and fitted once. With a ``sink`` (the thread runner's ``flows.experiment.CellSink``, same process) every
     result is handed over as soon as its cell finishes and the task returns None; otherwise the list of results.
     A cell's own failure is its result (``status``), not an exception, so one bad cell does not end the batch."""
     from prefect.futures import PrefectFuture
 
-    out = []
+    out, fitted = [], {}
     try:
         for cell, split in zip(cells, splits, strict=True):
             if isinstance(split, PrefectFuture):  # thread runner: the split task's future, resolved here
                 split = split.result()
-            # the model travels back to the flow (pickled under Dask / process runners) only if it is logged
-            res = pipeline.fit_evaluate(cfg, cell, data, split, threads=threads, keep_model=cfg.tracking.log_models)
+            # the model travels back to the flow (pickled under Dask / process runners) only if it is logged;
+            # the cells of a fit group (a shift's test scenarios) share one fit
+            group = None if cell.fit_group is None else fitted.setdefault(cell.fit_group, {})
+            res = pipeline.fit_evaluate(cfg, cell, data, split, threads=threads, keep_model=cfg.tracking.log_models,
+                                        fitted=group)
             if sink is not None:
                 if not sink.put(cell.key, res):
                     break  # the flow has stopped (an error or a signal): the rest of the batch is not wanted

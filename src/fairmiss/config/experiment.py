@@ -327,6 +327,8 @@ class ExperimentConfig(_Strict):
     @classmethod
     def _unique_labels(cls, v):
         labels = [getattr(x, "label", None) or getattr(x, "name", None) or getattr(x, "preset", None) for x in v]
+        # the cells' missingness labels too (a shift with ``tests``: ``<name>.<test name>``)
+        labels += [m.name for x in v if getattr(x, "tests", None) for m in x.scenarios()]
         dup = {x for x in labels if labels.count(x) > 1}
         if dup:
             raise ValueError(f"duplicate names {sorted(dup)}: give each entry a distinct 'name'")
@@ -429,12 +431,17 @@ class ExperimentConfig(_Strict):
                                                     "references"}))
 
     def cells(self) -> list[Cell]:
+        """The grid: split × missingness × imputer × learner (the pairs the learners accept). A ``shift`` with
+        ``tests`` gives one cell per test scenario (:meth:`~fairmiss.missingness.shift.Shift.scenarios`), the
+        scenarios of one split, imputer and learner next to each other: a fit group
+        (:attr:`Cell.fit_group`)."""
         out = []
+        scenarios = [m.scenarios() if getattr(m, "tests", None) else [m] for m in self.missingness]
         for split_idx, miss, imp, ln in itertools.product(
-            range(self.split.n_splits), self.missingness, self.imputers, self.learners
+            range(self.split.n_splits), scenarios, self.imputers, self.learners
         ):
             if _pairs(ln, imp):
-                out.append(Cell(split_idx, miss, imp, ln))
+                out += [Cell(split_idx, m, imp, ln) for m in miss]
         return out
 
 
@@ -473,6 +480,20 @@ class Cell:
     @property
     def key(self) -> str:
         return f"split{self.split_index}/{missingness_label(self.missingness)}/{self.imputer.label}/{self.learner.label}"
+
+    @property
+    def fit_group(self) -> str | None:
+        """The test scenarios of a ``shift`` with ``tests`` share one imputer and learner fit per split, imputer
+        and learner: their fit group, ``split<i>/<shift name>/<imputer>/<learner>`` (the key the cell of a
+        one-test shift of that name would have). None: the cell is fitted on its own."""
+        g = getattr(self.missingness, "fit_group", None)
+        return None if g is None else f"split{self.split_index}/{g}/{self.imputer.label}/{self.learner.label}"
+
+    @property
+    def seed_key(self) -> str:
+        """What the cell's own seeds (bootstrap, stability) derive from: its fit group, else its key — so a test
+        scenario's cell gets exactly the seeds of the equivalent one-test ``shift`` cell."""
+        return self.fit_group or self.key
 
     @property
     def method(self) -> str:

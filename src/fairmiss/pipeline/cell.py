@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 import traceback
@@ -104,12 +105,20 @@ def _flatten(d, prefix=""):
 
 
 def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: SplitData, *, threads: int = 1,
-                 keep_model: bool = True) -> CellResult:
+                 keep_model: bool = True, fitted: dict | None = None) -> CellResult:
     """Impute (fit on train only) → train → evaluate on test. Failures are captured, not raised.
 
     ``keep_model=False`` leaves ``result.model`` empty: the flow passes ``tracking.log_models`` here,
     because a result crosses a process boundary under the Dask and process task runners and a fitted
     model can dwarf everything else in it (a 6000-tree random forest on COMPAS pickles to hundreds of MB).
+
+    ``fitted``: one dict shared by the cells of a fit group (:attr:`fairmiss.config.Cell.fit_group`, the test
+    scenarios of a ``shift`` with ``tests``), evaluated one after the other. The first cell fits the imputer
+    on the training rows (through the imputation cache, keyed by the fit group) and the learner, and keeps
+    them there as they were right after fitting; every cell, the first included, transforms and predicts its
+    own test rows with a fresh copy of them, so each scenario's result is exactly that of a one-test shift
+    (imputers and learners that draw at test time start from the same state). The training rows must be the
+    same in every cell of the group (checked). The later cells record ``fit_seconds`` 0.
     """
     res = CellResult(
         key=cell.key, method=cell.method, split_index=cell.split_index,
@@ -119,9 +128,9 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
     seeds = {**split.seeds,
              "imputer": derive_seed(cfg.seed, "imputer", cell.imputer.label, cell.split_index),
              "learner": derive_seed(cfg.seed, "learner", cell.learner.label, cell.split_index),
-             "bootstrap": derive_seed(cfg.seed, "bootstrap", cell.key)}
+             "bootstrap": derive_seed(cfg.seed, "bootstrap", cell.seed_key)}
     if cfg.evaluation.stability is not None:
-        seeds["stability"] = derive_seed(cfg.seed, "stability", cell.key)
+        seeds["stability"] = derive_seed(cfg.seed, "stability", cell.seed_key)
     res.seeds = seeds
     df = data.df
     y = df[data.label].to_numpy()
@@ -140,18 +149,23 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
             raise ValueError(f"single-class labels in the training split ({np.unique(y[tr]).tolist()})")
         t0 = time.perf_counter()
 
-        def impute():
+        def impute(test: bool = True):
             imp = make_imputer(cell.imputer, seeds["imputer"] % (2**31))
-            a, b = X[tr], X[te]
+            a, b = X[tr], X[te] if test else X[:0]
             if imp is not None:
                 from fairmiss.impute.imputers import requires_groups
 
                 pg = requires_groups(imp)
                 a = imp.fit_transform(a, **({"sensitive_features": s[tr]} if pg else {}))
-                b = imp.transform(b, **({"sensitive_features": s[te]} if pg else {}))
+                if test:
+                    b = imp.transform(b, **({"sensitive_features": s[te]} if pg else {}))
             return imp, a, b
 
-        imputer, Xtr, Xte = _shared_imputation(cell, data, split, seeds["imputer"], impute)
+        if fitted is None:
+            imputer, Xtr, Xte = _shared_imputation(cell, data, split, seeds["imputer"], impute)
+        else:
+            imputer, Xtr, Xte = _group_imputation(cell, data, split, seeds["imputer"], fitted, X, s,
+                                                  lambda: impute(test=False))
         group_kw = {}
         if imputer is not None:
             from fairmiss.impute.imputers import requires_groups
@@ -159,16 +173,14 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
             if requires_groups(imputer):
                 group_kw = {"sensitive_features": s[te]}
         t1 = time.perf_counter()
-        if cell.learner.kind == "mlflow_model":  # its loader lives in fairmiss.tracking (MLflow stays there)
-            import fairmiss.tracking  # noqa: F401  (registers the loader; cells may run in fresh worker processes)
-        learner = make_learner(cell.learner, seeds["learner"] % (2**31), threads=threads, feature_names=data.features)
-        if cell.imputer.kind == "multiple":
-            if learner.needs_sensitive_fit or learner.needs_sensitive_predict or learner.carve_validation:
-                raise ValueError(f"the multiple imputer cannot wrap learner '{cell.learner.label}' (it needs the "
-                                 "group at fit or predict time)")
-            learner.estimator = wrap_multiple(cell.imputer, learner.estimator, seeds["imputer"] % (2**31))
-        learner.fit(Xtr, y[tr], s[tr])
-        t2 = time.perf_counter()
+        if fitted is not None and "learner" in fitted:  # a later cell of its fit group: the group's fit
+            learner = copy.deepcopy(fitted["learner"])
+            t2 = t1  # no fit (the copy counts as prediction time)
+        else:
+            learner = _fit_learner(cfg, cell, data, seeds, threads, Xtr, y[tr], s[tr])
+            if fitted is not None:
+                fitted["learner"] = copy.deepcopy(learner)  # as fitted, before any prediction
+            t2 = time.perf_counter()
         pred = learner.predict(Xte, s[te])
         score = learner.score(Xte, s[te])
         # every test row is predicted; complete_case test/both evaluates on the complete ones only
@@ -213,6 +225,45 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         res.status = "failed"
         res.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
     return res
+
+
+def _fit_learner(cfg: ExperimentConfig, cell: Cell, data: Processed, seeds: dict, threads: int, Xtr, y_tr, s_tr):
+    """The cell's learner, built with its seed (wrapped in multiple imputation for ``kind: multiple``) and fitted."""
+    if cell.learner.kind == "mlflow_model":  # its loader lives in fairmiss.tracking (MLflow stays there)
+        import fairmiss.tracking  # noqa: F401  (registers the loader; cells may run in fresh worker processes)
+    learner = make_learner(cell.learner, seeds["learner"] % (2**31), threads=threads, feature_names=data.features)
+    if cell.imputer.kind == "multiple":
+        if learner.needs_sensitive_fit or learner.needs_sensitive_predict or learner.carve_validation:
+            raise ValueError(f"the multiple imputer cannot wrap learner '{cell.learner.label}' (it needs the "
+                             "group at fit or predict time)")
+        learner.estimator = wrap_multiple(cell.imputer, learner.estimator, seeds["imputer"] % (2**31))
+    learner.fit(Xtr, y_tr, s_tr)
+    return learner
+
+
+def _group_imputation(cell: Cell, data: Processed, split: SplitData, seed: int, fitted: dict, X, s, fit_train):
+    """A fit group's imputation (:func:`fit_evaluate`, ``fitted``): the imputer fitted on the training rows once
+    (``fit_train() -> (imputer, Xtr, empty)``; a shareable imputer through the process cache, keyed by the shift
+    and its train spec, so the learners of a split share it as they do for any other missingness), then a fresh
+    copy of it transforms this cell's test rows."""
+    import json
+
+    tr, te = split.train_idx, split.test_idx
+    if "imputer" not in fitted:
+        m = cell.missingness
+        key = f"{m.fit_group} (fit, train {json.dumps(m.train, sort_keys=True)})"
+        imp, a, _ = _shared_imputation(cell, data, replace(split, missingness=key), seed, fit_train)
+        fitted.update(imputer=copy.deepcopy(imp), Xtr=a, train_rows=tr, train_X=X[tr])
+    elif not (np.array_equal(fitted["train_rows"], tr)
+              and np.array_equal(fitted["train_X"], X[tr], equal_nan=True)):
+        raise RuntimeError(f"fit group {cell.fit_group}: the training rows differ between its test scenarios")
+    imp = copy.deepcopy(fitted["imputer"])
+    if imp is None:
+        return None, fitted["Xtr"].copy(), X[te]
+    from fairmiss.impute.imputers import requires_groups
+
+    return imp, fitted["Xtr"].copy(), imp.transform(X[te], **({"sensitive_features": s[te]}
+                                                               if requires_groups(imp) else {}))
 
 
 #: the metrics a cell records a bootstrap confidence interval for, besides the config's ``fairness_metric``
@@ -294,7 +345,7 @@ def stability_of_cell(cfg: ExperimentConfig, cell: Cell, data: Processed, X_tr, 
         return ln
 
     st = cfg.evaluation.stability
-    return cell_stability(make, X_tr, y_tr, s_tr, X_te, y_te, s_te, root_seed=cfg.seed, cell_key=cell.key,
+    return cell_stability(make, X_tr, y_tr, s_tr, X_te, y_te, s_te, root_seed=cfg.seed, cell_key=cell.seed_key,
                           estimators=st.estimators, fraction=st.fraction, metrics=cfg.metrics)
 
 

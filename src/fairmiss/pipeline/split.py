@@ -35,7 +35,9 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
 
     Missingness is drawn on the whole table for each split (train and test share the
     mechanism, as in paper 000's protocol — unless the spec is a ``shift``, which draws its ``train`` and
-    ``test`` mechanisms on the split's train and test rows) with a seed derived from (split, missingness name);
+    ``test`` mechanisms on the split's train and test rows) with a seed derived from (split, missingness name;
+    for a test scenario of a shift with ``tests``, the shift's name, so that every scenario has the same
+    training draw and the mask of the one-test shift of that name);
     the split seed depends on the split index only, so every missingness spec, imputer and
     learner in split ``i`` sees the same rows.
     """
@@ -45,7 +47,9 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
     mlabel = missingness_label(miss_spec)
     seeds = {
         "split": derive_seed(cfg.seed, "split", split_index),
-        "missingness": derive_seed(cfg.seed, "missingness", mlabel, split_index),
+        # a shift's test scenarios (``tests``) draw from their shift's generator: one training draw for all
+        "missingness": derive_seed(cfg.seed, "missingness", getattr(miss_spec, "fit_group", None) or mlabel,
+                                   split_index),
     }
     binary = set(np.unique(y).tolist()) <= {0, 1}
     # the configured fairness metric's needs on the whole table (before any model is fitted)
