@@ -353,3 +353,27 @@ def test_a_knn_imputer_with_as_many_neighbours_as_rows_is_a_config_error_in_ever
         c = parse_config({**BASE, "imputers": [{**imputer, "n_neighbors": rows - 1}],
                           "learners": [{"kind": "decision_tree"}]})
         assert pipeline.make_split(c, data, 0, c.missingness[0]).train_idx.size == len(tr)
+
+
+def test_imputation_cache_tells_apart_specs_that_share_a_name(data):
+    """Two experiments in one process, the same missingness name with different rates: each cell gets the
+    imputation of its own mask (the cache is keyed by the mask, not only the name) — the same numbers as with
+    the cache emptied in between."""
+    def cfg(rate):
+        return parse_config({**BASE, "missingness": [{"kind": "mcar", "name": "m", "rates": {"priors_count": rate}}],
+                             "imputers": [{"kind": "mean"}], "learners": [{"kind": "logistic_regression"}]})
+
+    results = {}
+    for clear in (False, True):
+        pipeline._IMPUTE_CACHE.clear()
+        for rate in (0.1, 0.6):
+            c = cfg(rate)
+            if clear:
+                pipeline._IMPUTE_CACHE.clear()
+            cell = c.cells()[0]
+            sp = pipeline.make_split(c, data, 0, cell.missingness)
+            r = pipeline.fit_evaluate(c, cell, data, sp)
+            assert r.status == "ok", r.error
+            results[clear, rate] = r.metrics
+    assert results[False, 0.6] == results[True, 0.6]
+    assert results[False, 0.1] != results[False, 0.6]
