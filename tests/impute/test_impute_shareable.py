@@ -4,6 +4,7 @@ registers), not listed by the cache: a kind that does not declare it is fitted o
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fairmiss.impute.build import IMPUTER_KINDS
@@ -45,7 +46,8 @@ class _Data:
 
 class _Split:
     split_index, missingness = 0, "m"
-    train_idx = np.arange(20)
+    train_idx, test_idx = np.arange(20), np.arange(20, 30)
+    X = pd.DataFrame({"a": np.r_[np.nan, np.arange(29.0)]})
 
 
 @pytest.mark.parametrize("declared", [True, False])
