@@ -8,7 +8,8 @@ The suite (:mod:`fairmiss.bench.suite`) is validated with every config it expand
 its results in ``<results-dir>/bench/<suite>/runs/<experiment>/``. Cells already FINISHED in the store under the
 same cell key are reused, so an interrupted suite resumes, and a cell computed by ``fairmiss run`` (in the same
 MLflow experiment) is not computed again. The leaderboard (:mod:`fairmiss.bench.leaderboard`) is then built from the
-runs' ``cells.csv`` into ``<results-dir>/bench/<suite>/``.
+runs' ``cells.csv`` into ``<results-dir>/bench/<suite>/``, and logged as a run of the MLflow experiment
+``bench-suites`` (:func:`log_suite_run`).
 """
 
 from __future__ import annotations
@@ -143,7 +144,55 @@ def _leaderboard(suite, outs: dict, out_dir: Path, command: str | None, n_boot: 
     for line in summary_lines(rows, suite):
         print(line)
     print(f"leaderboard: {paths['html']} ({paths['csv'].name}, {paths['json'].name})")
+    run_id, new = log_suite_run(suite, rows, paths, meta)
+    print(f"MLflow: the leaderboard is run {run_id} of experiment {SUITE_EXPERIMENT}"
+          + ("" if new else " (unchanged: the run of an earlier identical leaderboard)"))
     sys.stdout.flush()
+
+
+#: the MLflow experiment that holds one run per leaderboard built
+SUITE_EXPERIMENT = "bench-suites"
+
+
+def log_suite_run(suite, rows, paths: dict, meta: dict) -> tuple[str, bool]:
+    """The leaderboard as an MLflow run of :data:`SUITE_EXPERIMENT` (in the suite's tracking store), next to the
+    cells' runs: the suite's settings as params, each candidate's overall mean rank and its interval as metrics
+    (``rank/<metric>/<imputer> <learner>``, ``rank_low/...``, ``rank_high/...``: MLflow keys allow no ``+``), tags
+    naming every dataset's parent run, and the three leaderboard files as artifacts. A leaderboard identical to
+    one already logged (the same ``leaderboard.csv``, by SHA-256, and the same suite name) is not logged twice:
+    its run is returned with ``False``. The lookup is MLflow's run search on the ``bench.leaderboard_sha256`` tag."""
+    import hashlib
+
+    from fairmiss.tracking import Tracker
+
+    digest = hashlib.sha256(paths["csv"].read_bytes()).hexdigest()
+    tracker = Tracker(suite.spec.tracking.uri, experiment_name=SUITE_EXPERIMENT)
+    found = tracker.client.search_runs(
+        [tracker.experiment_id], filter_string=f"tags.`bench.leaderboard_sha256` = '{digest}' and "
+        f"tags.`bench.suite` = '{meta['suite']}' and attributes.status = 'FINISHED'", max_results=1)
+    if found:
+        return found[0].info.run_id, False
+    tags = {"bench.suite": meta["suite"], "bench.leaderboard_sha256": digest, "bench.command": meta["command"],
+            "bench.date": meta["date"], "mlflow.note.content": meta["description"] or f"Leaderboard of {meta['suite']}"}
+    tags.update({f"bench.run.{name}": r["parent_run_id"] for name, r in meta["runs"].items() if r["parent_run_id"]})
+    params = {"suite.source": meta["source"], "reference": meta["reference"], "seed": meta["seed"],
+              "rank_by": ", ".join(f"{m} {d}" for m, d in meta["rank_by"].items()),
+              "datasets": ", ".join(meta["datasets"]), "scenarios": ", ".join(meta["scenarios"]),
+              "candidates": ", ".join(meta["candidates"]), "n_splits": suite.spec.splits.n_splits,
+              "bootstrap": meta["bootstrap"], "alpha": meta["alpha"]}
+    overall = rows[rows["dataset"] == "overall"]
+    metrics = {"n_cells": meta["n_cells"], "n_failed": meta["n_failed"]}
+    for _, r in overall.iterrows():
+        name = r["candidate"].replace("+", " ")
+        for col in ("rank", "rank_low", "rank_high"):
+            if r[col] == r[col]:  # not NaN
+                metrics[f"{col}/{r['metric']}/{name}"] = float(r[col])
+    with tracker.run(meta["suite"], tags=tags) as run_id:
+        tracker.log_params(run_id, {k: str(v)[:6000] for k, v in params.items()})
+        tracker.log_metrics(run_id, metrics)
+        for key in ("html", "csv", "json"):
+            tracker.log_artifact(run_id, paths[key])
+    return run_id, True
 
 
 def summary_lines(rows, suite) -> list[str]:

@@ -155,12 +155,36 @@ def test_quick_suite_end_to_end(tmp_path):
             assert tied == j["tied_with_best"] and cells[2] == f"{j['mean']:.3f}"
     for t in doc["ties"]:
         assert t["best"] in t["tied_with_best"]
+    # the fronts drawn are those of the JSON, one per dataset x scenario
+    page = (out / "leaderboard.html").read_text()
+    assert page.count("<svg class='front'") == len(doc["fronts"]) == 4
+    assert page.count("<svg class='ranks'") == 2
 
-    # the quick suite again: every cell reused, nothing computed, the same leaderboard
+    # the leaderboard is an MLflow run beside the cells: its files, the overall ranks, the datasets' runs
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{proj / 'mlruns' / 'mlflow.db'}")
+
+    def suite_runs():
+        exp = client.get_experiment_by_name("bench-suites")
+        return client.search_runs([exp.experiment_id]) if exp else []
+
+    (run,) = suite_runs()
+    assert run.info.status == "FINISHED" and run.data.tags["bench.suite"] == "fairmiss_quick-quick"
+    assert sorted(a.path for a in client.list_artifacts(run.info.run_id)) == \
+        ["leaderboard.csv", "leaderboard.html", "leaderboard.json"]
+    ov = {(r["metric"], r["candidate"]): r["rank"] for r in doc["rows"] if r["dataset"] == "overall"}
+    assert {k: v for k, v in run.data.metrics.items() if k.startswith("rank/")} == pytest.approx(
+        {f"rank/{m}/{c.replace('+', ' ')}": v for (m, c), v in ov.items()})
+    assert {run.data.tags[f"bench.run.{d}"] for d in ("compas_000", "german_sex")} == \
+        {r["parent_run_id"] for r in doc["runs"].values()}
+
+    # the quick suite again: every cell reused, nothing computed, the same leaderboard (and no second run of it)
     second = _cli(proj, "bench", SUITE, "--quick")
     assert second.stdout.count(": up to date (12 cells") == 2
     assert _cell_runs(proj) == 24
     assert pd.read_csv(out / "leaderboard.csv", keep_default_na=False).equals(csv)
+    assert [r.info.run_id for r in suite_runs()] == [run.info.run_id] and "(unchanged" in second.stdout
 
     # and the reverse: `fairmiss run` on the config the suite ran reuses every one of its cells
     again = _cli(proj, "run", str(OUT / "configs" / "fairmiss_quick-quick-german_sex.yaml"), "--results-dir", "elsewhere")

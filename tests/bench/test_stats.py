@@ -172,3 +172,78 @@ def test_leaderboard_files_agree(tmp_path):
     page = paths["html"].read_text()
     assert "<script" not in page and "http" not in page.split("</style>")[1]  # self-contained
     assert page.count("class='block'") == 4 and "Paired difference to ref" in page
+
+
+def _brute_front(means: dict[str, tuple]) -> set[str]:
+    """Non-dominated candidates, by exhaustive pairwise comparison (every tuple oriented larger-is-better)."""
+    out = set()
+    for c, a in means.items():
+        if not any(all(x >= y for x, y in zip(b, a)) and any(x > y for x, y in zip(b, a))
+                   for d, b in means.items() if d != c):
+            out.add(c)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pareto_front_equals_brute_force_on_random_blocks(seed):
+    rng = np.random.default_rng(seed)
+    k, n = int(rng.integers(2, 7)), 5
+    cands = [f"c{i}" for i in range(k)]
+    acc = {c: rng.uniform(0.6, 0.8) + rng.normal(0, 0.01, n) for c in cands}
+    gap = {c: rng.uniform(0.0, 0.2) + rng.normal(0, 0.01, n) for c in cands}
+    stab = {c: rng.uniform(0.8, 1.0) + rng.normal(0, 0.01, n) for c in cands}
+    long = pd.concat([long_of(acc), long_of(gap, metric="equalized_odds_difference"),
+                      long_of(stab, metric="label_stability")], ignore_index=True)
+    two = stats.pareto_fronts(long, {"accuracy": "max", "equalized_odds_difference": "min"}).set_index("candidate")
+    assert set(two.index[two["on_front"]]) == _brute_front({c: (acc[c].mean(), -gap[c].mean()) for c in cands})
+    three = stats.pareto_fronts(long, {"accuracy": "max", "equalized_odds_difference": "min",
+                                       "label_stability": "max"}).set_index("candidate")
+    assert set(three.index[three["on_front"]]) == _brute_front(
+        {c: (acc[c].mean(), -gap[c].mean(), stab[c].mean()) for c in cands})
+    assert set(two.index[two["on_front"]]) <= set(three.index[three["on_front"]])  # a third metric only adds
+    for c in cands:  # dominators named, and only the dominated can be clearly so
+        assert (two.loc[c, "dominated_by"] == "") == bool(two.loc[c, "on_front"])
+        assert not (two.loc[c, "on_front"] and two.loc[c, "clearly_dominated"])
+
+
+def test_clearly_dominated_only_when_the_splits_show_it():
+    rng = np.random.default_rng(3)
+    shared = rng.normal(0, 0.02, 10)
+    noise = rng.normal(0, 0.01, 10)
+    good = 0.75 + shared + rng.normal(0, 0.002, 10)
+    acc = {"good": good,
+           "bad": good - 0.05 + rng.normal(0, 0.002, 10),          # 0.05 worse, clearly
+           "close": good - 0.0005 + noise - noise.mean()}          # 0.0005 worse, paired SD 0.01: the noise
+    same = 0.10 + rng.normal(0, 0.01, 10)
+    gap = {c: same for c in acc}                                   # the same gap: accuracy decides
+    long = pd.concat([long_of(acc), long_of(gap, metric="equalized_odds_difference")], ignore_index=True)
+    f = stats.pareto_fronts(long, {"accuracy": "max", "equalized_odds_difference": "min"}).set_index("candidate")
+    assert bool(f.loc["good", "on_front"]) and not f.loc["bad", "on_front"] and not f.loc["close", "on_front"]
+    assert bool(f.loc["bad", "clearly_dominated"]) and not f.loc["close", "clearly_dominated"]
+
+
+def test_leaderboard_page_draws_fronts_and_ranks(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    rng = np.random.default_rng(7)
+    long = pd.concat([long_of({"ref": 0.7 + rng.normal(0, 0.01, 5), "alt": 0.72 + rng.normal(0, 0.01, 5)}),
+                      long_of({"ref": 0.1 + rng.normal(0, 0.01, 5), "alt": 0.2 + rng.normal(0, 0.01, 5)},
+                              metric="equalized_odds_difference")], ignore_index=True)
+    rank_by = {"accuracy": "max", "equalized_odds_difference": "min"}
+    rows = build_rows(long, "ref", rank_by, n_boot=200)
+    meta = {"suite": "sim", "description": "", "source": "sim.yaml", "command": "fairmiss bench sim.yaml",
+            "date": "2026-11-28", "reference": "ref", "rank_by": rank_by, "alpha": 0.05, "candidates": ["ref", "alt"],
+            "n_cells": 10, "n_failed": 0}
+    paths = write_leaderboard(rows, tmp_path, meta)
+    page = paths["html"].read_text()
+    svgs = [page[i:page.index("</svg>", i) + 6] for i in range(len(page)) if page.startswith("<svg", i)]
+    assert len(svgs) == 3  # a rank plot per metric, one front
+    for s in svgs:
+        ET.fromstring(s)  # well-formed
+    front = ET.fromstring(next(s for s in svgs if "class='front'" in s))
+    assert front.get("data-dataset") == "d" and front.findtext("title") == "d · s: accuracy against equalized_odds_difference"
+    states = {c.get("data-candidate"): c.get("data-state") for c in front.iter("circle")}
+    assert states == {"ref": "front", "alt": "front"}  # a trade-off: both on the front
+    doc = json.loads(paths["json"].read_text())
+    assert doc["fronts"] == [{"dataset": "d", "scenario": "s", "metrics": rank_by, "front": ["ref", "alt"],
+                              "clearly_dominated": []}]

@@ -3,8 +3,10 @@
 
 One row per dataset × scenario × candidate × ranked metric (and per candidate × metric for the ``overall``
 rank): the mean over splits with its 95 % t-interval, the paired difference to the reference candidate with its
-interval, the rank with its bootstrap interval, and whether the candidate is tied with the best (cannot be told
-apart from it: :func:`fairmiss.bench.stats.ties_with_best`). The CSV and the JSON's ``rows`` hold the same rows.
+interval, the rank with its bootstrap interval, whether the candidate is tied with the best (cannot be told
+apart from it: :func:`fairmiss.bench.stats.ties_with_best`), and whether it is on the dataset × scenario's front
+over every ranked metric together (:func:`fairmiss.bench.stats.pareto_fronts`). The CSV and the JSON's ``rows``
+hold the same rows; the page draws the fronts and the rank intervals (:mod:`fairmiss.bench.figures`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fairmiss.bench import stats
+from fairmiss.bench import figures, stats
 from fairmiss.io import atomic_write_json, atomic_write_text
 
 __all__ = ["COLUMNS", "build_rows", "long_table", "write_leaderboard"]
@@ -24,7 +26,8 @@ __all__ = ["COLUMNS", "build_rows", "long_table", "write_leaderboard"]
 #: the columns of leaderboard.csv (and of the JSON's rows), in order
 COLUMNS = ["dataset", "scenario", "metric", "direction", "candidate", "n_splits", "mean", "se", "ci_low", "ci_high",
            "diff_vs_reference", "diff_ci_low", "diff_ci_high", "diff_p", "differs_from_reference",
-           "rank", "rank_low", "rank_high", "best", "p_vs_best_holm", "tied_with_best", "verdict"]
+           "rank", "rank_low", "rank_high", "best", "p_vs_best_holm", "tied_with_best", "on_front",
+           "clearly_dominated", "verdict"]
 
 
 def long_table(cells: dict[str, pd.DataFrame], candidates: list[str], metrics: list[str]) -> pd.DataFrame:
@@ -52,6 +55,12 @@ def _verdict(row) -> str:
         return "mean rank over every dataset × scenario"
     parts = ["best" if row["candidate"] == row["best"] else
              "tied with the best (not distinguishable)" if row["tied_with_best"] else "behind the best"]
+    if row["on_front"] is True or row["on_front"] == 1:
+        parts.append("on the front")
+    elif row["clearly_dominated"] is True or row["clearly_dominated"] == 1:
+        parts.append("clearly off the front")
+    elif row["on_front"] is False or row["on_front"] == 0:
+        parts.append("off the front within the noise")
     if row["candidate"] == row["reference"]:
         parts.append("the reference")
     elif row["differs_from_reference"]:
@@ -76,6 +85,12 @@ def build_rows(long: pd.DataFrame, reference: str, rank_by: dict[str, str], *, s
     rows = rows.merge(diff, on=key, how="left").merge(
         ties[key + ["best", "p_vs_best_holm", "tied_with_best"]], on=key, how="left")
     rows = rows.merge(ranks[key + ["rank", "rank_low", "rank_high"]], on=key, how="left")
+    fronts = stats.pareto_fronts(long, rank_by)
+    if len(fronts):
+        rows = rows.merge(fronts[["dataset", "scenario", "candidate", "on_front", "clearly_dominated"]],
+                          on=["dataset", "scenario", "candidate"], how="left")
+    else:
+        rows["on_front"], rows["clearly_dominated"] = np.nan, np.nan
     is_ref = rows["candidate"] == reference
     rows.loc[is_ref, ["diff_vs_reference", "diff_ci_low", "diff_ci_high"]] = 0.0
     rows["differs_from_reference"] = rows["differs_from_reference"].fillna(False).astype(bool)
@@ -109,7 +124,14 @@ def write_leaderboard(rows: pd.DataFrame, out_dir: Path, meta: dict) -> dict[str
     for (ds, sc, m), g in rows[rows["dataset"] != "overall"].groupby(["dataset", "scenario", "metric"], sort=False):
         ties.append({"dataset": ds, "scenario": sc, "metric": m, "best": g["best"].iloc[0],
                      "tied_with_best": [c for c, t in zip(g["candidate"], g["tied_with_best"]) if t]})
-    doc = {**meta, "columns": COLUMNS, "rows": records, "ties": ties}
+    fronts = []
+    for (ds, sc), g in rows[rows["dataset"] != "overall"].groupby(["dataset", "scenario"], sort=False):
+        g = g.drop_duplicates("candidate")
+        fronts.append({"dataset": ds, "scenario": sc, "metrics": dict(meta["rank_by"]),
+                       "front": [c for c, f in zip(g["candidate"], g["on_front"]) if f is True or f == 1],
+                       "clearly_dominated": [c for c, f in zip(g["candidate"], g["clearly_dominated"])
+                                             if f is True or f == 1]})
+    doc = {**meta, "columns": COLUMNS, "rows": records, "ties": ties, "fronts": fronts}
     paths = {"csv": atomic_write_text(out_dir / "leaderboard.csv", csv),
              "json": atomic_write_json(out_dir / "leaderboard.json", doc)}
     paths["html"] = atomic_write_text(out_dir / "leaderboard.html", render_html(rows, doc))
@@ -190,6 +212,9 @@ def render_html(rows: pd.DataFrame, doc: dict) -> str:
             out.append(f"<tr><td class='l'>{e(r['candidate'])}</td><td>{_fmt(r['rank'], 2)}</td>"
                        f"<td>[{_fmt(r['rank_low'], 1)}, {_fmt(r['rank_high'], 1)}]</td></tr>")
         out.append("</table>")
+        out.append(figures.rank_svg([{k: _plain(r[k]) for k in ("candidate", "rank", "rank_low", "rank_high")}
+                                     for _, r in ov.iterrows()], metric=metric,
+                                    title=f"All datasets × scenarios: mean rank in {metric} [95 % interval]"))
         for d, s in blocks:
             b = m[(m["dataset"] == d) & (m["scenario"] == s)].sort_values("rank", kind="stable")
             tied = [c for c, t in zip(b["candidate"], b["tied_with_best"]) if t]
@@ -201,12 +226,50 @@ def render_html(rows: pd.DataFrame, doc: dict) -> str:
                        "<th>rank</th><th>rank interval</th><th>p vs best (Holm)</th><th class='l'>verdict</th></tr>")
             for _, r in b.iterrows():
                 out.append(f"<tr class='{'tied' if r['tied_with_best'] else ''}'><td class='l'>"
-                           f"{'≈ ' if r['tied_with_best'] else ''}{e(r['candidate'])}</td><td>{r['n_splits']}</td>"
+                           f"{'≈ ' if r['tied_with_best'] else ''}{e(r['candidate'])}</td><td>{_fmt(r['n_splits'], 0)}</td>"
                            f"<td>{_fmt(r['mean'])}</td><td>[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]</td>"
                            f"<td>{_fmt(r['diff_vs_reference'])}</td><td>[{_fmt(r['diff_ci_low'])}, "
                            f"{_fmt(r['diff_ci_high'])}]</td><td>{_fmt(r['rank'], 1)}</td>"
                            f"<td>[{_fmt(r['rank_low'], 1)}, {_fmt(r['rank_high'], 1)}]</td>"
                            f"<td>{_fmt(r['p_vs_best_holm'])}</td><td class='l'>{e(r['verdict'])}</td></tr>")
             out.append("</table>")
+    out += _fronts_html(cells, doc)
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _fronts_html(cells: pd.DataFrame, doc: dict) -> list[str]:
+    """Per dataset × scenario the front of the first ``max`` metric against the first ``min`` metric of
+    ``rank_by`` (accuracy against the fairness gap), when there are both."""
+    e = html.escape
+    rank_by = doc["rank_by"]
+    y = next((m for m, d in rank_by.items() if d == "max"), None)
+    x = next((m for m, d in rank_by.items() if d == "min"), None)
+    if x is None or y is None:
+        return []
+    rest = [m for m in rank_by if m not in (x, y)]
+    out = [f"<h2>Trade-off fronts: {e(y)} against {e(x)}</h2>",
+           "<p class='note'>Each point is a candidate's mean over splits with its 95 % intervals on both axes. Filled "
+           "and joined: on the front (no other candidate is at least as good on every ranked metric"
+           + (f", {e(', '.join(rest))} included," if rest else "") + " and better on one, by the means). Hollow "
+           "grey: clearly off the front (a candidate that beats it is better by a paired t-test on at least one "
+           "metric, Holm-corrected). Hollow dark: off the front by the means only — within the noise, a tie with "
+           "the front.</p>"]
+    for (d, s), b in cells.groupby(["dataset", "scenario"], sort=False):
+        by = {m: g.set_index("candidate") for m, g in b.groupby("metric", sort=False)}
+        if x not in by or y not in by:
+            continue
+        pts = []
+        for c in doc["candidates"]:
+            if c not in by[x].index or c not in by[y].index:
+                continue
+            rx, ry = by[x].loc[c], by[y].loc[c]
+            pts.append({"candidate": c, "x": _plain(rx["mean"]), "x_low": _plain(rx["ci_low"]),
+                        "x_high": _plain(rx["ci_high"]), "y": _plain(ry["mean"]), "y_low": _plain(ry["ci_low"]),
+                        "y_high": _plain(ry["ci_high"]), "on_front": bool(ry["on_front"] is True or ry["on_front"] == 1),
+                        "clearly_dominated": bool(ry["clearly_dominated"] is True or ry["clearly_dominated"] == 1)})
+        if any(p["x"] is None or p["y"] is None for p in pts):
+            pts = [p for p in pts if p["x"] is not None and p["y"] is not None]
+        out.append(figures.front_svg(pts, x_metric=x, y_metric=y, x_dir="min", y_dir="max", dataset=d, scenario=s,
+                                     title=f"{d} · {s}: {y} against {x}"))
+    return out

@@ -12,7 +12,9 @@ variation they share.
   and every candidate that cannot be told apart from it (paired t-tests against the best, Holm-corrected over
   the comparisons of that block, at ``alpha``);
 - :func:`rank_table`: ranks per dataset × scenario and overall (mean rank over the blocks), each with a
-  percentile bootstrap-over-splits interval.
+  percentile bootstrap-over-splits interval;
+- :func:`pareto_fronts`: per dataset × scenario, the candidates no other candidate beats on every ranked metric
+  at once (by the means), and which of the others are *clearly* off the front.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from scipy import stats
 
 from fairmiss.seeds import derive_rng
 
-__all__ = ["ALPHA", "BLOCK", "holm", "paired_differences", "paired_test", "rank_table", "summarise",
-           "t_interval", "ties_with_best"]
+__all__ = ["ALPHA", "BLOCK", "holm", "paired_differences", "paired_test", "pareto_fronts", "rank_table",
+           "summarise", "t_interval", "ties_with_best"]
 
 #: the significance level of the tie tests and the complement of the intervals' coverage
 ALPHA = 0.05
@@ -176,4 +178,39 @@ def rank_table(long: pd.DataFrame, rank_by: dict[str, str], *, n_boot: int = 200
             rows += [{"dataset": "overall", "scenario": "overall", "metric": metric, "candidate": c,
                       "rank": float(mean_r[j]), "rank_low": float(lo[j]), "rank_high": float(hi[j]),
                       "n_splits": np.nan} for j, c in enumerate(cands)]
+    return pd.DataFrame(rows)
+
+
+def pareto_fronts(long: pd.DataFrame, rank_by: dict[str, str], alpha: float = ALPHA) -> pd.DataFrame:
+    """Per dataset × scenario and candidate, over the metrics of ``rank_by`` together (accuracy × the fairness
+    gap, × stability when it is ranked): ``on_front`` — no other candidate is at least as good on every metric
+    and better on one, by the means over the splits both have; ``dominated_by`` — the candidates that are
+    (``;``-joined, in candidate order); ``clearly_dominated`` — one of them is also better on at least one
+    metric by a paired t-test at ``alpha`` (Holm over that candidate's dominators × metrics). Off the front but
+    not clearly so means the splits cannot tell that point from the front: a tie, said as one.
+
+    Ties in every mean (two identical candidates) dominate neither. A block needs every ranked metric; blocks
+    with one candidate put it on the front."""
+    metrics = list(rank_by)
+    sign = {m: (1.0 if d == "max" else -1.0) for m, d in rank_by.items()}
+    rows = []
+    sub = long[long["metric"].isin(metrics)]
+    for (dataset, scenario), block in sub.groupby(["dataset", "scenario"], sort=False):
+        wides = {m: _wide(g) for m, g in block.groupby("metric", sort=False)}
+        if set(wides) != set(metrics):
+            continue
+        cands = list(dict.fromkeys(block["candidate"]))
+        # oriented so that larger is better on every metric
+        w = {m: wides[m].reindex(columns=cands) * sign[m] for m in metrics}
+        means = {m: w[m].mean() for m in metrics}
+        for c in cands:
+            dom = [d for d in cands if d != c
+                   and all(means[m][d] >= means[m][c] for m in metrics)
+                   and any(means[m][d] > means[m][c] for m in metrics)]
+            ps = [paired_test((w[m][d] - w[m][c]).dropna()) for d in dom for m in metrics
+                  if means[m][d] > means[m][c]]
+            clear = bool(np.any(holm(ps) < alpha)) if ps else False  # NaN (untestable) is not clear
+            rows.append({"dataset": dataset, "scenario": scenario, "candidate": c, "on_front": not dom,
+                         "dominated_by": ";".join(dom), "clearly_dominated": clear,
+                         **{f"mean_{m}": float(means[m][c] * sign[m]) for m in metrics}})
     return pd.DataFrame(rows)
