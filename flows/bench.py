@@ -29,12 +29,62 @@ def plan_lines(suite) -> list[str]:
              f"candidates × {n_sp} splits = {total} cells"]
     width = max(len(n) for n in suite.datasets)
     for name, raw, cfg in suite.configs:
-        lines.append(f"  {name:{width}s}  {n_sc} × {n_c} × {n_sp} = {len(cfg.cells())} cells  "
+        lines.append(f"  {name:{width}s}  {n_sc} × {n_c} × {n_sp} = {len(cfg.cells())} cells, {fits_of(cfg)} fits  "
                      f"(config {cfg.experiment}, MLflow experiment {raw['tracking']['experiment_name']})")
     lines.append(f"  scenarios: {', '.join(suite.scenarios)}")
     lines.append(f"  candidates: {', '.join(suite.candidates)}; reference: {suite.reference}")
     lines.append("  rank by: " + ", ".join(f"{m} ({d})" for m, d in suite.rank_by.items()))
     return lines
+
+
+def fits_of(cfg) -> int:
+    """The fits a config's cells need: one per cell, except the test scenarios of a ``shift`` with ``tests``,
+    which share one per (split, shift, imputer, learner)."""
+    return len({c.fit_group or c.key for c in cfg.cells()})
+
+
+def calibrate(suite, *, raw_dir: str | None = None) -> list[str]:
+    """A rough time per dataset, from a short calibration that stores nothing: the dataset is built in a
+    temporary directory, and one cell of each candidate (split 0, the first scenario) is computed in this
+    process and timed; a dataset's estimate is the sum of its candidates' times × scenarios × splits, divided by
+    the config's ``execution.max_workers``. It counts imputation and fitting, not Prefect's or the tracking
+    store's overhead, and a candidate whose time varies with the scenario (k-NN with more missing values) is
+    timed on the first one only: an order of magnitude, said as one."""
+    import tempfile
+    import time
+
+    from fairmiss import pipeline
+
+    lines = []
+    for name, _, cfg in suite.configs:
+        with tempfile.TemporaryDirectory(prefix="fairmiss-plan-") as tmp:
+            t0 = time.perf_counter()
+            data = pipeline.prepare(cfg.dataset, raw_dir=raw_dir, processed_dir=Path(tmp), docs_dir=Path(tmp),
+                                    fairness_metric=cfg.fairness_metric)
+            build = time.perf_counter() - t0
+            first = cfg.cells()[0].missingness
+            cells = [c for c in cfg.cells() if c.split_index == 0 and c.missingness is first]
+            split = pipeline.make_split(cfg, data, 0, first)
+            per = []
+            for cell in cells:
+                t1 = time.perf_counter()
+                res = pipeline.fit_evaluate(cfg, cell, data, split, keep_model=False)
+                per.append((cell.method, time.perf_counter() - t1, res.status))
+            pipeline._IMPUTE_CACHE.clear()
+        n = len(cfg.cells())
+        per_cell = sum(s for _, s, _ in per) / max(len(per), 1)
+        workers = max(1, cfg.execution.max_workers)
+        est = per_cell * fits_of(cfg) / workers
+        slow = max(per, key=lambda x: x[1])
+        failed = [m for m, _, st in per if st != "ok"]
+        lines.append(f"  {name}: ≈ {_duration(est)} for {n} cells on {workers} worker(s) (data built in "
+                     f"{build:.1f} s; a cell {per_cell:.2f} s on average, slowest {slow[0]} {slow[1]:.2f} s)"
+                     + (f"; calibration cell failed for {', '.join(failed)}" if failed else ""))
+    return lines
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
 def _write_configs(suite, out_dir: Path) -> list[tuple[str, Path]]:
@@ -82,8 +132,13 @@ def bench_command(suite_path: str | Path, *, quick: bool = False, plan: bool = F
         return status
     suite = state["suite"]
     if plan:
-        print("\n".join(plan_lines(suite)))
-        print("nothing computed (--plan)")
+        print("\n".join(plan_lines(suite)), flush=True)
+        print("estimated time (one cell per candidate timed on split 0 and the first scenario; nothing stored):",
+              flush=True)
+        status = guarded_without_prefect(lambda: print("\n".join(calibrate(suite, raw_dir=raw_dir)), flush=True))
+        if status:
+            return status
+        print("nothing stored (--plan)")
         return 0
     outs: dict = {}
     todo = []

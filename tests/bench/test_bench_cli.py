@@ -116,6 +116,8 @@ def test_quick_suite_end_to_end(tmp_path):
 
     plan = _cli(proj, "bench", SUITE, "--quick", "--plan")
     assert "2 datasets × 2 scenarios × 2 candidates × 3 splits = 24 cells" in plan.stdout
+    assert "compas_000  2 × 2 × 3 = 12 cells, 12 fits" in plan.stdout
+    assert re.search(r"german_sex: ≈ \d+ s for 12 cells on \d worker", plan.stdout), plan.stdout  # calibrated
     assert not (proj / "results" / "bench").exists() and _cell_runs(proj) == 3  # nothing computed
 
     # the suite, stopped with Ctrl-C while its second dataset computes, then run again: it resumes

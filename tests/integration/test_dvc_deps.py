@@ -37,7 +37,25 @@ for line in sys.stdin:  # one stage's argv a line; each probed in a fork of this
         continue
     argv = json.loads(line)
     module = argv[argv.index("-m") + 1]
-    if module == "flows.run":
+    if module == "flows.cli" and "bench" in argv:  # a suite: each dataset's config as flows.run runs it
+        from flows.bench import bench_command, log_suite_run  # noqa: F401
+        from flows.run import start_flow  # noqa: F401
+        from fairmiss.bench import load_suite
+        from fairmiss.bench.leaderboard import write_leaderboard  # noqa: F401
+        import flows.cli, flows.experiment  # noqa: E401,F401
+        from fairmiss.studies.claims import claim_sections
+        claim_sections()
+        from fairmiss.impute.build import make_imputer
+        from fairmiss.learners.build import make_learner
+        from fairmiss.datasets import get_variant
+        suite = load_suite(argv[argv.index("bench") + 1], quick="--quick" in argv)
+        for _, _, cfg in suite.configs:
+            variant = get_variant(cfg.dataset.name)
+            for spec in cfg.imputers:
+                make_imputer(spec, 0)
+            for spec in cfg.learners:
+                make_learner(spec, 0, feature_names=list(variant.features))
+    elif module == "flows.run":
         from flows.run import start_flow  # noqa: F401
         from fairmiss.config import ExperimentConfig, load_study_config
         cfg = load_study_config(argv[argv.index("--config") + 1], quick="--quick" in argv)
