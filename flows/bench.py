@@ -195,6 +195,7 @@ def _leaderboard(suite, outs: dict, out_dir: Path, command: str | None, n_boot: 
                             "mlflow_experiment": raw["tracking"]["experiment_name"],
                             "parent_run_id": outs[name].get("parent_run_id")}
                      for name, raw, cfg in suite.configs}}
+    meta["front_comparisons"] = front_comparisons(long, suite)
     paths = write_leaderboard(rows, out_dir, meta)
     for line in summary_lines(rows, suite):
         print(line)
@@ -248,6 +249,29 @@ def log_suite_run(suite, rows, paths: dict, meta: dict) -> tuple[str, bool]:
         for key in ("html", "csv", "json"):
             tracker.log_artifact(run_id, paths[key])
     return run_id, True
+
+
+def candidate_family(candidate: str) -> str:
+    """``imputer+learner`` -> ``imputer+<learner's sweep family>`` (:func:`fairmiss.config.sweep.family`)."""
+    from fairmiss.config.sweep import family
+
+    imp, _, ln = candidate.partition("+")
+    return f"{imp}+{family(ln)}"
+
+
+def front_comparisons(long, suite) -> list[dict]:
+    """When a candidate's learner is swept: the fronts compared at fixed gap levels
+    (:func:`fairmiss.bench.stats.fronts_at_gaps`) on the first ``max`` metric of ``rank_by`` against its first
+    ``min`` metric, as JSON records (empty when nothing is swept or those metrics are missing)."""
+    from fairmiss.bench.leaderboard import _plain
+    from fairmiss.bench.stats import fronts_at_gaps
+
+    score = next((m for m, d in suite.rank_by.items() if d == "max"), None)
+    gap = next((m for m, d in suite.rank_by.items() if d == "min"), None)
+    if score is None or gap is None:
+        return []
+    out = fronts_at_gaps(long, score=score, gap=gap, family_of=candidate_family)
+    return [{**{k: _plain(v) for k, v in r.items()}, "score": score, "gap": gap} for r in out.to_dict("records")]
 
 
 def summary_lines(rows, suite) -> list[str]:

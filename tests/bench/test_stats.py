@@ -247,3 +247,50 @@ def test_leaderboard_page_draws_fronts_and_ranks(tmp_path):
     doc = json.loads(paths["json"].read_text())
     assert doc["fronts"] == [{"dataset": "d", "scenario": "s", "metrics": rank_by, "front": ["ref", "alt"],
                               "clearly_dominated": []}]
+
+
+def test_score_at_gap_by_hand():
+    xs, ys = stats._front_curve(np.array([0.3, 0.1, 0.2, 0.25, 0.1]), np.array([0.8, 0.6, 0.7, 0.65, 0.55]))
+    assert xs.tolist() == [0.1, 0.2, 0.3] and ys.tolist() == [0.6, 0.7, 0.8]  # (0.25, 0.65) and (0.1, 0.55) dominated
+    got = stats.score_at_gap(xs, ys, np.array([0.05, 0.1, 0.15, 0.3, 0.5]))
+    assert np.isnan(got[0]) and got[1:].tolist() == pytest.approx([0.6, 0.65, 0.8, 0.8])
+
+
+def _swept(rng, fam, points, shift=0.0, n=8, noise=0.002):
+    """A family's points on ``n`` splits: (gap, accuracy) each with a shared split effect plus small noise."""
+    parts = []
+    for k, (g, a) in enumerate(points):
+        cand = f"mean+{fam},tau={k}"
+        parts.append(long_of({cand: a + shift + rng.normal(0, noise, n)}))
+        parts.append(long_of({cand: g + rng.normal(0, noise, n)}, metric="eod"))
+    return parts
+
+
+def test_fronts_at_gaps_planted_shift_and_moves_along():
+    from flows.bench import candidate_family
+
+    rng = np.random.default_rng(11)
+    pts = [(0.02, 0.62), (0.08, 0.68), (0.15, 0.72), (0.25, 0.74)]
+    long = pd.concat(_swept(rng, "a", pts) + _swept(rng, "b", pts, shift=-0.03)
+                     + _swept(rng, "c", [(0.08, 0.68), (0.15, 0.72)]), ignore_index=True)
+    out = stats.fronts_at_gaps(long, score="accuracy", gap="eod", family_of=candidate_family)
+    ab = out[(out["family"] == "mean+a") & (out["other"] == "mean+b")]
+    lv = ab[ab["kind"] == "level"]
+    assert len(lv) == 5 and (lv["n"] == 8).all()
+    # a's front is b's raised by 0.03 everywhere: every level and the area say +0.03, intervals exclude 0
+    assert lv["mean"].to_numpy() == pytest.approx(0.03, abs=0.004)
+    assert (lv["ci_low"] > 0).all()
+    area = ab[ab["kind"] == "area"].iloc[0]
+    assert area["mean"] == pytest.approx(0.03, abs=0.004) and area["ci_low"] > 0
+    # c's two points are two of a's: over their range c's front is a's (linear between them), a tie at each
+    # level — the point a method moved along its front is not a better front
+    ac = out[(out["family"] == "mean+a") & (out["other"] == "mean+c") & (out["kind"] == "level")]
+    assert (ac["mean"].abs() < 0.01).all()
+    assert ((ac["ci_low"] <= 0.005) & (ac["ci_high"] >= -0.005)).all()
+
+
+def test_no_front_comparison_without_a_sweep():
+    rng = np.random.default_rng(2)
+    long = pd.concat([long_of({"x": 0.7 + rng.normal(0, 0.01, 5), "y": 0.71 + rng.normal(0, 0.01, 5)}),
+                      long_of({"x": 0.1 + rng.normal(0, 0.01, 5), "y": 0.12 + rng.normal(0, 0.01, 5)}, metric="eod")])
+    assert stats.fronts_at_gaps(long, score="accuracy", gap="eod", family_of=lambda c: c).empty

@@ -145,3 +145,18 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_bad_suite(case, tmp_path):
     check(case, tmp_path)
+
+
+def test_a_swept_learner_is_one_candidate_per_point_and_one_front():
+    from flows.bench import candidate_family
+
+    data = suite_data()
+    data["candidates"] = {"imputers": [{"kind": "median"}],
+                          "learners": [{"kind": "logistic_regression", "name": "lr"},
+                                       {"kind": "exponentiated_gradient", "name": "eg",
+                                        "sweep": {"eps": [0.01, 0.1]}}]}
+    data.pop("quick")
+    s = parse_suite(data, "inline.yaml")
+    assert s.candidates == ["median+lr", "median+eg,eps=0.01", "median+eg,eps=0.1"]
+    assert {candidate_family(c) for c in s.candidates} == {"median+lr", "median+eg"}
+    assert [len(cfg.cells()) for _, _, cfg in s.configs] == [2 * 3 * 10] * 2

@@ -234,6 +234,7 @@ def render_html(rows: pd.DataFrame, doc: dict) -> str:
                            f"<td>{_fmt(r['p_vs_best_holm'])}</td><td class='l'>{e(r['verdict'])}</td></tr>")
             out.append("</table>")
     out += _fronts_html(cells, doc)
+    out += _front_comparison_html(doc)
     out.append("</body></html>")
     return "\n".join(out) + "\n"
 
@@ -272,4 +273,32 @@ def _fronts_html(cells: pd.DataFrame, doc: dict) -> list[str]:
             pts = [p for p in pts if p["x"] is not None and p["y"] is not None]
         out.append(figures.front_svg(pts, x_metric=x, y_metric=y, x_dir="min", y_dir="max", dataset=d, scenario=s,
                                      title=f"{d} · {s}: {y} against {x}"))
+    return out
+
+
+def _front_comparison_html(doc: dict) -> list[str]:
+    """The swept candidates' fronts compared at fixed gap levels (the JSON's ``front_comparisons``)."""
+    e = html.escape
+    comp = doc.get("front_comparisons") or []
+    if not comp:
+        return []
+    score, gap = comp[0]["score"], comp[0]["gap"]
+    out = [f"<h2>Fronts compared at fixed {e(gap)} levels</h2>",
+           f"<p class='note'>A swept learner's points form one front per split; its {e(score)} at a given {e(gap)} "
+           "is read off the front (linear between its points, not reached below its smallest gap). Each row: the "
+           "first front minus the second, split by split, mean [95 % interval] (n splits where both reach the "
+           "level); <i>area</i>: the mean difference over the common range. An interval containing 0 is a tie: "
+           "the two fronts cannot be told apart there.</p>"]
+    key = lambda r: (r["dataset"], r["scenario"], r["family"], r["other"])  # noqa: E731
+    for k in dict.fromkeys(key(r) for r in comp):
+        rs = [r for r in comp if key(r) == k]
+        out.append(f"<table class='frontcmp' data-dataset='{e(k[0])}' data-scenario='{e(k[1])}'><caption>{e(k[0])} · "
+                   f"{e(k[1])} · {e(score)}: {e(k[2])} − {e(k[3])} at fixed {e(gap)}</caption><tr><th>{e(gap)}</th>"
+                   "<th>n</th><th>difference</th><th>95 % interval</th></tr>")
+        for r in rs:
+            lvl = "area" if r["kind"] == "area" else _fmt(r["level"])
+            tie = r["ci_low"] is not None and r["ci_high"] is not None and r["ci_low"] <= 0 <= r["ci_high"]
+            out.append(f"<tr><td>{lvl}</td><td>{r['n']}</td><td>{_fmt(r['mean'])}{' (tie)' if tie else ''}</td>"
+                       f"<td>[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]</td></tr>")
+        out.append("</table>")
     return out

@@ -25,7 +25,8 @@ from scipy import stats
 
 from fairmiss.seeds import derive_rng
 
-__all__ = ["ALPHA", "BLOCK", "holm", "paired_differences", "paired_test", "pareto_fronts", "rank_table",
+__all__ = ["ALPHA", "BLOCK", "fronts_at_gaps", "holm", "paired_differences", "paired_test", "pareto_fronts",
+           "rank_table", "score_at_gap",
            "summarise", "t_interval", "ties_with_best"]
 
 #: the significance level of the tie tests and the complement of the intervals' coverage
@@ -214,3 +215,90 @@ def pareto_fronts(long: pd.DataFrame, rank_by: dict[str, str], alpha: float = AL
                          "dominated_by": ";".join(dom), "clearly_dominated": clear,
                          **{f"mean_{m}": float(means[m][c] * sign[m]) for m in metrics}})
     return pd.DataFrame(rows)
+
+
+def _front_curve(x: np.ndarray, y: np.ndarray):
+    """The upper-left front of points (x = a gap, lower is better; y = a score, higher is better) as a
+    non-decreasing piecewise-linear function of the gap: ``(xs, ys)``, the front's points in increasing x."""
+    ok = ~(np.isnan(x) | np.isnan(y))
+    order = np.lexsort((-y[ok], x[ok]))  # by gap, the best score first among equal gaps
+    xs, ys = [], []
+    for xi, yi in zip(x[ok][order], y[ok][order]):
+        if not ys or yi > ys[-1]:
+            if xs and xi == xs[-1]:
+                continue
+            xs.append(float(xi))
+            ys.append(float(yi))
+    return np.array(xs), np.array(ys)
+
+
+def score_at_gap(xs: np.ndarray, ys: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """The front's score at each gap level: linear between the front's points (two classifiers mixed at random
+    reach every point between them), flat beyond its largest gap, NaN below its smallest (that gap is not
+    reached)."""
+    out = np.interp(levels, xs, ys) if len(xs) else np.full(len(levels), np.nan)
+    if len(xs):
+        out[levels < xs[0]] = np.nan
+    return out
+
+
+def fronts_at_gaps(long: pd.DataFrame, *, score: str, gap: str, family_of, n_levels: int = 5,
+                   n_area: int = 50) -> pd.DataFrame:
+    """Fronts compared at fixed gap levels, paired over splits. ``family_of`` maps a candidate to its front's
+    name (the points of a learner's ``sweep`` are one family: :func:`fairmiss.config.sweep.family`; any other
+    candidate is a front of one point). Per dataset × scenario × split, each family's front is built from its
+    points (``score`` higher is better, ``gap`` lower is better; :func:`score_at_gap`); the levels are
+    ``n_levels`` gaps evenly spaced over the range every family's mean front reaches in the block. For each
+    pair of families of which at least one has several points: at each level the split-by-split difference of
+    their scores (first − second; a split where either front does not reach the level is left out), summarised
+    as :func:`t_interval` with ``n``; and ``area``: the mean difference over ``n_area`` levels spanning the
+    common range (the area between the fronts divided by the range's width), per split and then summarised.
+
+    Rows: ``dataset``, ``scenario``, ``family``, ``other``, ``level`` (a gap, or NaN for the area row),
+    ``kind`` (``level`` | ``area``), ``n``, ``mean``, ``se``, ``ci_low``, ``ci_high``."""
+    rows = []
+    sub = long[long["metric"].isin([score, gap])]
+    for (dataset, scenario), block in sub.groupby(["dataset", "scenario"], sort=False):
+        wide = block.pivot_table(index=["split", "candidate"], columns="metric", values="value", aggfunc="first")
+        if score not in wide or gap not in wide:
+            continue
+        wide = wide.reset_index()
+        wide["family"] = wide["candidate"].map(family_of)
+        sizes = wide.groupby("family")["candidate"].nunique()
+        fams = list(dict.fromkeys(wide["family"]))
+        if not (sizes > 1).any():
+            continue
+        means = wide.groupby(["family", "candidate"])[[score, gap]].mean().reset_index()
+        lo = max(float(means[means["family"] == f][gap].min()) for f in fams)
+        hi = min(float(means[means["family"] == f][gap].max()) for f in fams)
+        if not hi > lo:  # one-point fronts only reach their own gap: compare the swept ones over their range
+            swept = [f for f in fams if sizes[f] > 1]
+            lo = max(float(means[means["family"] == f][gap].min()) for f in swept)
+            hi = min(float(means[means["family"] == f][gap].max()) for f in swept)
+        levels = np.linspace(lo, hi, n_levels) if hi > lo else np.array([lo])
+        dense = np.linspace(lo, hi, n_area) if hi > lo else np.array([lo])
+        at, area = {}, {}
+        for (split, fam), g in wide.groupby(["split", "family"], sort=False):
+            xs, ys = _front_curve(g[gap].to_numpy(float), g[score].to_numpy(float))
+            at[split, fam] = score_at_gap(xs, ys, levels)
+            area[split, fam] = score_at_gap(xs, ys, dense)
+        splits = sorted({s for s, _ in at})
+        for i, a in enumerate(fams):
+            for b in fams[i + 1:]:
+                if sizes[a] < 2 and sizes[b] < 2:
+                    continue
+                for j, level in enumerate(levels):
+                    d = [at[s, a][j] - at[s, b][j] for s in splits if (s, a) in at and (s, b) in at]
+                    rows.append({"dataset": dataset, "scenario": scenario, "family": a, "other": b,
+                                 "level": float(level), "kind": "level", **_summary(d)})
+                d = [np.mean(area[s, a] - area[s, b]) for s in splits if (s, a) in area and (s, b) in area
+                     and not np.isnan(area[s, a] - area[s, b]).any()]
+                rows.append({"dataset": dataset, "scenario": scenario, "family": a, "other": b, "level": np.nan,
+                             "kind": "area", **_summary(d)})
+    return pd.DataFrame(rows, columns=["dataset", "scenario", "family", "other", "level", "kind", "n", "mean", "se",
+                                       "ci_low", "ci_high"])
+
+
+def _summary(d) -> dict:
+    s = t_interval(d)
+    return {k: s[k] for k in ("n", "mean", "se", "ci_low", "ci_high")}

@@ -68,6 +68,13 @@ class Candidates(_Strict):
     learners: list[LearnerSpec] = Field(default_factory=list)
     pipelines: list[Pipeline] = Field(default_factory=list)
 
+    @field_validator("learners", mode="before")
+    @classmethod
+    def _sweeps(cls, v):
+        from fairmiss.config.sweep import expand_sweeps  # a swept learner: one candidate per point, one front
+
+        return expand_sweeps(v)
+
     @model_validator(mode="after")
     def _some(self):
         if bool(self.imputers) != bool(self.learners):

@@ -323,6 +323,13 @@ class ExperimentConfig(_Strict):
     tracking: TrackingSpec = TrackingSpec()
     execution: ExecutionSpec = ExecutionSpec()
 
+    @field_validator("learners", mode="before")
+    @classmethod
+    def _sweeps(cls, v):
+        from fairmiss.config.sweep import expand_sweeps  # a learner's ``sweep:``: one learner per point
+
+        return expand_sweeps(v)
+
     @field_validator("imputers", "learners", "missingness")
     @classmethod
     def _unique_labels(cls, v):
