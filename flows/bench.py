@@ -15,10 +15,11 @@ runs' ``cells.csv`` into ``<results-dir>/bench/<suite>/``, and logged as a run o
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import sys
 from pathlib import Path
 
-__all__ = ["bench_command", "plan_lines"]
+__all__ = ["bench_command", "compare_suite", "plan_lines"]
 
 
 def plan_lines(suite) -> list[str]:
@@ -291,3 +292,70 @@ def summary_lines(rows, suite) -> list[str]:
             lines.append(f"  {ds} · {sc}: best {best}; " + (f"tied with it: {', '.join(tied)}" if tied else
                                                              "no candidate tied with it"))
     return lines
+
+
+def compare_suite(path: str, *, quick: bool = False, metric: str | None = None, uri: str | None = None,
+                  plot: str | None = None, run: str | None = None) -> None:
+    """``fairmiss compare SUITE.yaml``: per dataset the trade-off front of the suite's candidates (accuracy
+    against ``metric``, default the first ``min`` metric of ``rank_by``), read from the cells of the suite's
+    latest leaderboard run (experiment ``bench-suites``; ``run``: another of its runs) — each dataset's parent
+    run named by its ``bench.run.<dataset>`` tag — and, for swept learners, their fronts compared at fixed gap
+    levels. Raises :class:`~fairmiss.config.ConfigError` when the store holds no leaderboard of the suite."""
+    from mlflow import MlflowClient
+
+    from fairmiss.bench import load_suite
+    from fairmiss.bench.stats import fronts_at_gaps
+    from fairmiss.config import ConfigError
+    from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
+    from fairmiss.tracking import DEFAULT_URI, read_cell_runs, store_location
+    from fairmiss.tracking.models import _check_readable_store
+
+    import pandas as pd
+
+    suite = load_suite(path, quick=quick)
+    uri = uri or suite.spec.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    metric = metric or next((m for m, d in suite.rank_by.items() if d == "min"), None) or suite.spec.fairness_metric
+    _check_readable_store(uri)
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(SUITE_EXPERIMENT)
+    if run:
+        found = [client.get_run(run)] if exp else []
+        if found and found[0].data.tags.get("bench.suite") != suite.name:
+            raise ConfigError(f"--run {run}: not a leaderboard run of suite {suite.name}")
+    else:
+        found = client.search_runs([exp.experiment_id], filter_string=f"tags.`bench.suite` = '{suite.name}' and "
+                                   "attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"],
+                                   max_results=1) if exp else []
+    if not found:
+        raise ConfigError(f"MLflow store {store_location(uri)}: no leaderboard of suite {suite.name} (experiment "
+                          f"{SUITE_EXPERIMENT}); run `fairmiss bench {path}{' --quick' if quick else ''}` first")
+    board = found[0]
+    print(f"suite {suite.name}: leaderboard run {board.info.run_id} ({board.data.tags.get('bench.date', '')}) in "
+          f"{store_location(uri)}; accuracy against {metric}, mean ± SE over splits; * = on the front")
+    for name, raw, cfg in suite.configs:
+        parent = board.data.tags.get(f"bench.run.{name}")
+        if not parent:
+            raise ConfigError(f"leaderboard run {board.info.run_id} names no run for dataset {name}")
+        rows, _ = read_cell_runs(uri, raw["tracking"]["experiment_name"], parent_run_id=parent,
+                                 metrics=("accuracy", metric))
+        rows = [r for r in rows if r["method"] in suite.candidates]
+        if not rows:
+            raise ConfigError(f"dataset {name}: run {parent} holds no finished cells of the suite's candidates")
+        if all(r[metric] != r[metric] for r in rows):
+            raise ConfigError(f"--metric {metric}: dataset {name}'s cells recorded no metric '{metric}'")
+        front = front_from_cells(rows, metric)
+        print(f"\ndataset {name} (run {parent}):")
+        print(format_front(front, metric))
+        long = pd.DataFrame([{"dataset": name, "scenario": r["missingness"], "candidate": r["method"],
+                              "split": r["split"], "metric": m, "value": r[m]}
+                             for r in rows for m in ("accuracy", metric)])
+        comp = fronts_at_gaps(long, score="accuracy", gap=metric, family_of=candidate_family)
+        for (sc, a, b), g in comp.groupby(["scenario", "family", "other"], sort=False):
+            print(f"  {sc}: {a} − {b}, accuracy at fixed {metric} (mean [95 % interval], n splits):")
+            for _, r in g.iterrows():
+                where = "area" if r["kind"] == "area" else f"{r['level']:.4f}"
+                tie = " tie" if r["ci_low"] <= 0 <= r["ci_high"] else ""
+                print(f"    {where:>8s}  {r['mean']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] n={int(r['n'])}{tie}")
+        if plot:
+            p = Path(plot)
+            print(f"plot: {plot_front(front, p.with_name(f'{p.stem}-{name}{p.suffix}'), metric, title=f'{suite.name} · {name}')}")

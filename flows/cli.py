@@ -730,6 +730,14 @@ def _cmd_compare(args) -> int:
         from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
         from fairmiss.tracking import read_cell_runs, store_location
 
+        if args.experiment.endswith((".yaml", ".yml")):  # a suite: each dataset's front, from the suite's runs
+            from flows.bench import compare_suite
+
+            compare_suite(args.experiment, quick=args.quick, metric=args.metric, uri=args.tracking_uri,
+                          plot=args.plot, run=args.run)
+            return
+        if args.quick:
+            raise ConfigError("--quick: only for a suite file (fairmiss compare SUITE.yaml --quick)")
         # the metric asked for, else the experiment's own fairness metric (a parent param), else the default
         rows, info = read_cell_runs(args.tracking_uri, args.experiment, parent_run_id=args.run,
                                     metrics=lambda params: ("accuracy", args.metric or params.get(
@@ -857,12 +865,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dask_args", nargs=argparse.REMAINDER, help="passed on to `dask worker` (e.g. --nworkers 2)")
     p.set_defaults(fn=_cmd_worker)
     p = sub.add_parser("compare", help="the trade-off front of an experiment's methods, read from any MLflow store")
-    p.add_argument("experiment", help="the MLflow experiment (the config's experiment name)")
-    p.add_argument("--metric", default=None, help="the fairness gap (default: the experiment's fairness_metric)")
+    p.add_argument("experiment", help="the MLflow experiment (the config's experiment name), or a suite file "
+                   "(params/suites/*.yaml): the fronts of its latest leaderboard's runs")
+    p.add_argument("--metric", default=None, help="the fairness gap (default: the experiment's fairness_metric; a "
+                   "suite: its first 'min' metric of rank_by)")
     p.add_argument("--tracking-uri", default=None,
                    help="sqlite:///… or http://host:port (default: MLFLOW_TRACKING_URI, else the local store)")
     p.add_argument("--run", default=None, help="a parent run id (default: the newest finished run)")
-    p.add_argument("--plot", default=None, help="also write the front as a PNG to this path")
+    p.add_argument("--plot", default=None, help="also write the front as a PNG to this path (a suite: one per "
+                   "dataset, PLOT's name with -<dataset> before its suffix)")
+    p.add_argument("--quick", action="store_true", help="with a suite file: its --quick version")
     p.set_defaults(fn=_cmd_compare)
     p = sub.add_parser("ui", help="MLflow UI for the local store on 127.0.0.1")
     p.add_argument("--port", type=_port, default=None,

@@ -25,12 +25,12 @@ SUITE = "params/suites/fairmiss_quick.yaml"
 OUT = Path("results/bench/fairmiss_quick-quick")
 
 
-def _cli(proj: Path, *args: str) -> subprocess.CompletedProcess:
+def _cli(proj: Path, *args: str, status: int = 0) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "FAIRMISS_RAW_DIR")}
     env.update(FAIRMISS_DATA_MIRROR=str(mirror_dir()), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     r = subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=proj, env=env, capture_output=True, text=True,
                        timeout=900)
-    assert r.returncode == 0, f"fairmiss {' '.join(args)}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
+    assert r.returncode == status, f"fairmiss {' '.join(args)}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
     return r
 
 
@@ -114,6 +114,9 @@ def test_quick_suite_end_to_end(tmp_path):
     _cli(proj, "run", "params/mine.yaml")
     assert _cell_runs(proj) == 3
 
+    nothing = _cli(proj, "compare", SUITE, "--quick", status=2)  # no leaderboard yet: one line, exit 2
+    assert nothing.stderr.strip().count("\n") == 0 and "no leaderboard of suite fairmiss_quick-quick" in nothing.stderr
+
     plan = _cli(proj, "bench", SUITE, "--quick", "--plan")
     assert "2 datasets × 2 scenarios × 2 candidates × 3 splits = 24 cells" in plan.stdout
     assert "compas_000  2 × 2 × 3 = 12 cells, 12 fits" in plan.stdout
@@ -180,6 +183,13 @@ def test_quick_suite_end_to_end(tmp_path):
         {f"rank/{m}/{c.replace('+', ' ')}": v for (m, c), v in ov.items()})
     assert {run.data.tags[f"bench.run.{d}"] for d in ("compas_000", "german_sex")} == \
         {r["parent_run_id"] for r in doc["runs"].values()}
+
+    # `fairmiss compare` on the suite: each dataset's front from the leaderboard's runs, the leaderboard's means
+    cmp = _cli(proj, "compare", SUITE, "--quick").stdout
+    assert f"leaderboard run {run.info.run_id}" in cmp and "dataset compas_000" in cmp and "dataset german_sex" in cmp
+    for r in doc["rows"]:
+        if r["dataset"] == "compas_000" and r["metric"] == "accuracy" and r["scenario"] == "mcar20":
+            assert re.search(rf"{re.escape(r['candidate'])}\s+{r['mean']:.4f} ± ", cmp), (r, cmp)
 
     # the quick suite again: every cell reused, nothing computed, the same leaderboard (and no second run of it)
     second = _cli(proj, "bench", SUITE, "--quick")
