@@ -37,7 +37,7 @@ from fairmiss.tracking import WRITER_ENV, CellWriter, RemoteTracker, Tracker, pr
 from fairmiss.tracking.groups import GROUP_TAG, coded_metrics
 from flows import errors
 from flows.errors import check_all_failed
-from flows.fastcheck import finished_cell_keys, run_fingerprint  # pure (no Prefect): shared with the fast up-to-date check
+from flows.fastcheck import run_fingerprint, write_stamp  # pure (no Prefect): shared with the up-to-date check
 from tasks.experiment import acquire_task, fit_evaluate_task, prepare_task, split_task
 
 logger = logging.getLogger(__name__)
@@ -451,18 +451,8 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
                 futures.update({c.key: (f, batch) for c in batch})
                 n_tasks += 1
 
-        # With the thread runner and the tracking writer, the cells start before MLflow's store is open
-        # (the writer's ~2 s of imports and store start-up then overlap the computation): the cells already
-        # FINISHED are read from the SQLite store directly (flows.fastcheck.finished_cell_keys; resume off: none),
-        # and each batch task waits for its split's future itself. Other stores and runners: as before, the cells
-        # start once the store has answered and the splits are made.
-        early = None
-        if writer is not None and thread:
-            early = finished_cell_keys(cfg, set(keys.values())) if cfg.execution.resume else set()
-        if early is not None:
-            first = [c for c in cells if keys[c.key] not in early]
-            submit_splits(first)
-            submit_cells(first, split_futures)  # batch tasks resolve the split futures (same process)
+        # The cells start once the store has said which of them are FINISHED already (MLflow's run search through
+        # the tracker: no code of ours reads MLflow's tables) and the splits are made.
         if tracker is None:
             tracker = RemoteTracker(writer)  # waits for the writer's store: its error is Tracker()'s
         tracker.reap_dead_runs()
@@ -483,16 +473,15 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
             tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
             if data.docs_index:
                 tracker.log_artifact(parent, Path(data.docs_index).parent, "data_docs")
-            # the reused runs themselves (params, metrics, run id) come from the store; with `early`, only for the
-            # keys found there, so no cell is both computed and reused (one found early but gone since is computed)
-            wanted = set(keys.values()) if early is None else early
+            # the reused runs themselves (params, metrics, run id) come from the store
+            wanted = set(keys.values())
             cached = tracker.finished_cells_by_cache_key(wanted) if cfg.execution.resume and wanted else {}
             done = {k: cached[keys[k]] for k in keys if keys[k] in cached}
             pending = [c for c in cells if c.key not in done]
             if done:
                 log.info("cache: %d of %d cells already FINISHED with the same cell key (reused)", len(cells) - len(pending),
                          len(cells))
-            late = [c for c in pending if c.key not in futures]
+            late = pending
             submit_splits(late)
             # every split made before the cells are collected: a failed split raises its own exception here, inside
             # the parent run (e.g. MissingnessError, ConfigError for split.test_size); handing the failed future to
@@ -580,6 +569,8 @@ def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if
                 tracker.log_text(parent, warned.text(), "warnings.txt")
             tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results),
                                       "n_warnings": sum(warned.counts.values())})
+        # the stamp an up-to-date check compares (flows.fastcheck): written once the parent run is FINISHED
+        write_stamp(out_dir, cfg, fingerprint, data.data_hash, parent, tracker.uri)
         log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
         return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
                 "experiment_id": tracker.experiment_id, "results_dir": str(out_dir), "failed": failed}
@@ -748,43 +739,13 @@ def cell_description(res, dataset: str, groups: dict[str, str]) -> str:
 
 
 def up_to_date(cfg: ExperimentConfig, results_dir: str | Path = "results") -> dict | None:
-    """The finished run a re-run would only repeat, or ``None``.
+    """The finished run a re-run would only repeat, or ``None``: :func:`flows.fastcheck.up_to_date_fast` —
+    as for ``make`` or ``dvc repro``, the results files and the stamp the run wrote beside them (config hash,
+    raw-file checksums, code version, processed-data hash, the MLflow store and experiment), never the
+    tracking store's tables. ``--force`` runs anyway."""
+    from flows.fastcheck import up_to_date_fast
 
-    Up to date means, as for ``make`` or ``dvc repro``: ``results/<experiment>/metrics.json`` and its
-    report exist for this config (same config hash, no failed cell), and the store holds a FINISHED
-    parent run with the same fingerprint (config hash, declared raw-file checksums, code version —
-    including uncommitted changes) that recorded the same processed-data hash and no failed cell.
-    Then nothing would change; no flow run, server or data gate is started. ``--force`` skips this.
-
-    A local SQLite store is read with one SQL query (:func:`flows.fastcheck.up_to_date_fast`); MLflow's
-    client answers only where that cannot (a tracking server, or no ``summary.txt``).
-    """
-    from flows.fastcheck import UNKNOWN, up_to_date_fast
-
-    fast = up_to_date_fast(cfg, results_dir)
-    return up_to_date_mlflow(cfg, results_dir) if fast is UNKNOWN else fast
-
-
-def up_to_date_mlflow(cfg: ExperimentConfig, results_dir: str | Path = "results") -> dict | None:
-    """:func:`up_to_date` answered by MLflow's client (any store: a tracking server too); the reference
-    that ``tests/flows/test_fastcheck.py`` holds the SQL check to."""
-    from flows.fastcheck import finished_results
-
-    out_dir = Path(results_dir) / cfg.experiment
-    metrics = finished_results(cfg, results_dir)
-    if metrics is None:
-        return None
-    tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
-    run = tracker.find_finished_parent_run(run_fingerprint(cfg))
-    if run is None or run.data.tags.get("data.processed_hash") != metrics.get("data_hash") \
-            or run.data.tags.get("n_failed") != "0":
-        return None
-    summary_txt = out_dir / "summary.txt"  # the table the run printed (with its intervals, which need the cells)
-    table = summary_txt.read_text().rstrip("\n") if summary_txt.is_file() else \
-        pipeline.format_table(metrics["summary"], cfg.fairness_metric)
-    return {"metrics": metrics, "table": table,
-            "parent_run_id": run.info.run_id, "tracking_uri": tracker.uri, "results_dir": str(out_dir),
-            "failed": [], "skipped": True, "up_to_date": True}
+    return up_to_date_fast(cfg, results_dir)
 
 
 def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool = False,

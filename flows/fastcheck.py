@@ -1,40 +1,32 @@
-"""The up-to-date check without Prefect or an MLflow client.
+"""The up-to-date check without Prefect, an MLflow client or any read of the tracking store.
 
-:func:`up_to_date_fast` answers what :func:`flows.experiment.up_to_date` answers — the finished run a
-re-run would only repeat, or ``None`` — for a local SQLite tracking store (``sqlite:///…``), reading the
-MLflow database with the standard library's :mod:`sqlite3`, read-only, in one query. For any other store
-(an MLflow server, ``http://…``) it returns :data:`UNKNOWN` and the caller falls back to the MLflow-based
-check. It imports neither MLflow, Prefect nor scikit-learn: an up-to-date ``fairmiss run`` / ``study``
-answers without starting them.
+:func:`up_to_date_fast` answers whether a re-run would only repeat a finished run, as ``make`` or ``dvc repro``
+answer it: from the files a run leaves, never from MLflow's tables (no code of fairmiss reads or writes MLflow's
+or Prefect's database tables: ``docs/development.md``). Up to date means:
 
-Same semantics as :func:`flows.experiment.up_to_date`:
+- ``results/<experiment>/metrics.json`` exists with this config's hash and ``n_failed`` 0, and ``report.html``
+  and ``summary.txt`` (the table the run printed) exist beside it;
+- the run's stamp (:data:`STAMP`, ``stamp.json`` beside them, written by the flow once its MLflow parent run is
+  FINISHED: :func:`write_stamp`) holds this config's :func:`run_fingerprint` (config hash, declared raw-file
+  checksums, code version), the metrics' processed-data hash, and the tracking store and MLflow experiment
+  this config would log to.
 
-- ``results/<experiment>/metrics.json`` exists with this config's hash and ``n_failed`` 0, and
-  ``report.html`` exists beside it;
-- the experiment named ``cfg.tracking.experiment_name or cfg.experiment`` (MLflow's default workspace)
-  holds an active FINISHED parent run (tag ``kind`` = ``experiment``) with this config's
-  :func:`run_fingerprint` — the newest one by start time (ties: the smallest run id first, MLflow's own
-  tie-breaker) is the one compared — and that run's tag ``data.processed_hash`` equals the metrics'
-  ``data_hash`` and its tag ``n_failed`` is ``"0"``.
-
-The printed table is ``summary.txt`` of the same results directory (written by the same run from the same
-summary as ``metrics.json``; building it again would import the pipeline and scikit-learn); without that
-file the answer is :data:`UNKNOWN`.
+The store itself is not asked: a parent run deleted in the MLflow UI, or a store moved away, does not make the
+results stale, as a deleted DVC cache does not make an output stale — ``--force`` re-runs (and still reuses every
+cell the store holds). The stamp's ``parent_run_id`` names the run the results came from.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
-from urllib.parse import quote
 
-__all__ = ["UNKNOWN", "finished_results", "run_fingerprint", "up_to_date_fast", "sqlite_path", "receipt_key",
-           "write_receipt", "up_to_date_from_receipt", "receipts_dir"]
+__all__ = ["STAMP", "finished_results", "run_fingerprint", "up_to_date_fast", "receipt_key", "write_receipt",
+           "write_stamp", "up_to_date_from_receipt", "receipts_dir"]
 
-#: "cannot tell without MLflow" (a non-SQLite store, or no ``summary.txt``): use the MLflow-based check
-UNKNOWN = "unknown"
+#: the stamp a finished run writes into its results directory
+STAMP = "stamp.json"
 
 _DEFAULT_URI = "sqlite:///mlruns/mlflow.db"  # fairmiss.tracking.DEFAULT_URI (that module imports MLflow)
 
@@ -61,77 +53,14 @@ def _uri(config_uri: str | None) -> str:
     return config_uri or os.environ.get("MLFLOW_TRACKING_URI") or _DEFAULT_URI
 
 
-def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///relative`` or ``sqlite:////absolute`` URI; ``None`` otherwise."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    rest = uri[len("sqlite:///"):].split("?", 1)[0]
-    return Path(rest) if rest and rest != ":memory:" else None
+def write_stamp(out_dir: Path, cfg, fingerprint: str, data_hash: str, parent_run_id: str, uri: str) -> Path:
+    """The stamp of a finished run (:data:`STAMP`), written atomically into its results directory."""
+    from fairmiss.io import atomic_write_json
 
-
-_QUERY = """
-SELECT r.run_uuid,
-       (SELECT t.value FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = 'data.processed_hash'),
-       (SELECT t.value FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = 'n_failed')
-FROM runs r
-JOIN experiments e ON e.experiment_id = r.experiment_id
-JOIN tags tf ON tf.run_uuid = r.run_uuid AND tf.key = 'run.fingerprint' AND tf.value = :fingerprint
-JOIN tags tk ON tk.run_uuid = r.run_uuid AND tk.key = 'kind' AND tk.value = 'experiment'
-WHERE e.name = :experiment {workspace} AND r.status = 'FINISHED' AND r.lifecycle_stage = 'active'
-ORDER BY r.start_time DESC, r.run_uuid ASC
-LIMIT 1
-"""
-
-
-_CELLS_QUERY = """
-SELECT DISTINCT t.value
-FROM runs r
-JOIN experiments e ON e.experiment_id = r.experiment_id
-JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = 'cell.cache_key'
-JOIN tags s ON s.run_uuid = r.run_uuid AND s.key = 'cell.status' AND s.value = 'ok'
-WHERE e.name = :experiment {workspace} AND r.status = 'FINISHED' AND r.lifecycle_stage = 'active'
-"""
-
-
-def finished_cell_keys(cfg, keys: set[str]) -> set[str] | None:
-    """The cache keys among ``keys`` that a FINISHED, ok child run carries in the config's store — the question
-    :meth:`fairmiss.tracking.Tracker.finished_cells_by_cache_key` answers, read here with :mod:`sqlite3` in
-    milliseconds, so the flow can start its cells before MLflow's store is open. An empty set when
-    the database does not exist yet; ``None`` when this cannot be read cheaply (not a SQLite store, not an MLflow
-    store yet, or any SQLite error): the flow then asks the store itself, whose error is the one to report."""
-    db = sqlite_path(tracking_uri(cfg))
-    if db is None:
-        return None
-    if not db.exists():
-        return set()
-    try:
-        rows = _select(db, _CELLS_QUERY, {"experiment": cfg.tracking.experiment_name or cfg.experiment})
-    except sqlite3.Error:
-        return None
-    return None if rows is None else {row[0] for row in rows} & set(keys)
-
-
-def _select(db: Path, template: str, params: dict) -> list | None:
-    """The rows of ``template`` (its ``{workspace}`` filled for MLflow stores that have workspaces) on ``db``,
-    opened read-only; ``None`` for an empty file or one that is not an MLflow store yet."""
-    con = sqlite3.connect(f"file:{quote(str(db.resolve()))}?mode=ro", uri=True, timeout=30)
-    try:
-        cols = {row[1] for row in con.execute("PRAGMA table_info(experiments)")}
-        if not cols:
-            return None
-        sql = template.format(workspace="AND e.workspace = 'default'" if "workspace" in cols else "")
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
-
-
-def newest_finished_parent(db: Path, experiment: str, fingerprint: str) -> tuple[str, str | None, str | None] | None:
-    """``(run_id, data.processed_hash tag, n_failed tag)`` of the newest FINISHED parent run with this
-    fingerprint in ``experiment``, or ``None`` (no database, no such experiment or run). Read-only."""
-    if not db.is_file():
-        return None
-    rows = _select(db, _QUERY, {"fingerprint": fingerprint, "experiment": experiment})
-    return rows[0] if rows else None
+    return atomic_write_json(Path(out_dir) / STAMP, {
+        "config_hash": cfg.config_hash, "fingerprint": fingerprint, "data_hash": data_hash,
+        "tracking_uri": tracking_uri(cfg), "experiment_name": cfg.tracking.experiment_name or cfg.experiment,
+        "parent_run_id": parent_run_id, "resolved_tracking_uri": uri})
 
 
 def finished_results(cfg, results_dir: str | Path = "results") -> dict | None:
@@ -152,40 +81,36 @@ def _finished(out_dir: Path, config_hash: str) -> dict | None:
     return metrics
 
 
-def up_to_date_fast(cfg, results_dir: str | Path = "results") -> dict | str | None:
-    """The finished run a re-run would only repeat (the dict of :func:`flows.experiment.up_to_date`),
-    ``None`` when there is none, or :data:`UNKNOWN` when only MLflow can tell (a non-SQLite store).
-
-    What the SQL buys over MLflow's client (the same answer for ``params/compas_default.yaml`` once parsed,
-    up to date, 2-core machine, 2026-11-28, 3 runs each): 17 ms against 1.41-1.50 s for importing MLflow,
-    opening the store and searching the parent run."""
+def up_to_date_fast(cfg, results_dir: str | Path = "results") -> dict | None:
+    """The finished run a re-run would only repeat (``metrics``, ``table``, ``parent_run_id``, ``tracking_uri``,
+    ``results_dir``, ``up_to_date``…), or ``None`` (the rule: the module docstring). Reads two small files; imports
+    neither MLflow, Prefect nor scikit-learn."""
     return _answer(Path(results_dir) / cfg.experiment, cfg.config_hash, cfg.tracking.uri,
                    cfg.tracking.experiment_name or cfg.experiment, lambda: run_fingerprint(cfg))
 
 
 def _answer(out_dir: Path, config_hash: str, config_uri: str | None, experiment_name: str,
-            fingerprint) -> dict | str | None:
+            fingerprint) -> dict | None:
     """:func:`up_to_date_fast` from the plain values it needs (``fingerprint``: a callable, evaluated only once
     the results half holds)."""
     metrics = _finished(out_dir, config_hash)
     if metrics is None:
         return None
-    uri = _uri(config_uri)
-    db = sqlite_path(uri)
-    if db is None:
-        return UNKNOWN
     try:
         table = (out_dir / "summary.txt").read_text()
-    except OSError:
-        return UNKNOWN
-    try:
-        row = newest_finished_parent(db, experiment_name, fingerprint())
-    except sqlite3.Error:
-        return UNKNOWN  # locked beyond the timeout, an unexpected schema: MLflow decides
-    if row is None or row[1] != metrics.get("data_hash") or row[2] != "0":
+        stamp = json.loads((out_dir / STAMP).read_text())
+        if not isinstance(stamp, dict):
+            return None
+    except (OSError, ValueError):
         return None
-    return {"metrics": metrics, "table": table[:-1] if table.endswith("\n") else table, "parent_run_id": row[0],
-            "tracking_uri": uri, "results_dir": str(out_dir), "failed": [], "skipped": True, "up_to_date": True}
+    if (stamp.get("config_hash") != config_hash or stamp.get("data_hash") != metrics.get("data_hash")
+            or stamp.get("tracking_uri") != _uri(config_uri) or stamp.get("experiment_name") != experiment_name
+            or stamp.get("fingerprint") != fingerprint()):
+        return None
+    return {"metrics": metrics, "table": table[:-1] if table.endswith("\n") else table,
+            "parent_run_id": stamp.get("parent_run_id"),
+            "tracking_uri": stamp.get("resolved_tracking_uri") or stamp.get("tracking_uri"),
+            "results_dir": str(out_dir), "failed": [], "skipped": True, "up_to_date": True}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -203,7 +128,7 @@ def _answer(out_dir: Path, config_hash: str, config_uri: str | None, experiment_
 # (no up-to-date check at all) get no receipt. The results files and the store are read afresh each time
 # (:func:`_answer`), exactly as by :func:`up_to_date_fast`.
 # What it buys (an up-to-date `fairmiss run params/compas_default.yaml`, 2-core machine, 2026-11-28, 3 runs each):
-# 0.18-0.22 s with the receipt, 2.25-2.64 s without it (parsing imports scikit-learn; the SQL check is the rest).
+# 0.18-0.22 s with the receipt, 2.25-2.64 s without it (parsing imports scikit-learn).
 # ---------------------------------------------------------------------------------------------------------
 
 _RECEIPT_VERSION = "fairmiss-receipt-1"
@@ -298,8 +223,7 @@ def up_to_date_from_receipt(config_path: str | Path, quick: bool = False, result
         return None
     if not _raw_files_verified(raw, raw_dir):
         return None
-    done = _answer(Path(results_dir) / experiment, config_hash, uri, name, lambda: fp)
-    return done if isinstance(done, dict) else None
+    return _answer(Path(results_dir) / experiment, config_hash, uri, name, lambda: fp)
 
 
 def _raw_files_verified(raw: list[tuple[str, str | None]], raw_dir: str | Path | None) -> bool:

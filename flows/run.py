@@ -4,8 +4,8 @@ is what every DVC stage calls; ``fairmiss run`` / ``fairmiss study`` call :func:
 
 Start-up, in two phases. :func:`prepare_run` needs neither Prefect nor an MLflow client: it
 checks the config, the output directories and the raw files, and answers an experiment config that is up to
-date with :func:`flows.fastcheck.up_to_date_fast` (the results files and one read-only SQL query on a local
-MLflow store). Only when a flow runs, :func:`start_flow` points Prefect at the persistent local server
+date with :func:`flows.fastcheck.up_to_date_fast` (the results files and the stamp the run wrote beside them;
+the tracking store is not read). Only when a flow runs, :func:`start_flow` points Prefect at the persistent local server
 (:func:`flows.server.use_local_server`, started on first use) — which must happen before Prefect is
 imported — and imports the flow modules.
 """
@@ -73,7 +73,7 @@ def prepare_run(config_path: str | Path, *, quick: bool = False, force: bool = F
         from flows.fastcheck import up_to_date_fast
 
         done = up_to_date_fast(cfg, kw.get("results_dir", "results"))
-        if isinstance(done, dict):  # None: not up to date; UNKNOWN (a tracking server): the flow's check decides
+        if done is not None:
             logger.info("%s: up to date (results in %s, MLflow parent run %s); nothing to run — use --force to "
                         "run it again", cfg.experiment, done["results_dir"], done["parent_run_id"])
             return cfg, done

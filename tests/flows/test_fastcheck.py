@@ -1,12 +1,13 @@
-"""flows.fastcheck.up_to_date_fast: the same answer as flows.experiment.up_to_date_mlflow (the MLflow-client check)
-on a real finished run and on every way of not being up to date, without importing MLflow or Prefect."""
+"""flows.fastcheck.up_to_date_fast: up to date as for make or dvc repro — the results files and the stamp a finished
+run writes beside them (config hash, fingerprint, processed-data hash, tracking store and experiment), never the
+tracking store's tables — on a real finished run and on every way of not being up to date, without importing
+MLflow or Prefect."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,10 @@ import yaml
 from conftest import ROOT, small_config
 
 from fairmiss.config import load_config
-from flows.experiment import run_experiment, run_fingerprint, up_to_date, up_to_date_mlflow
-from flows.fastcheck import UNKNOWN, run_fingerprint as fast_fingerprint, up_to_date_fast
+from flows.experiment import run_experiment, run_fingerprint, up_to_date
+from flows.fastcheck import STAMP, run_fingerprint as fast_fingerprint, up_to_date_fast
 
-pytestmark = pytest.mark.slow  # one real flow run (~40 s on 2 shared cores) and copies of its store
+pytestmark = pytest.mark.slow  # one real flow run (~40 s on 2 shared cores)
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +33,11 @@ def finished(tmp_path_factory):
 
 
 def _copy(finished, dest, **over):
-    """The finished run's results and store copied under ``dest`` (a consistent copy of the SQLite file via
-    the backup API), with a config pointing at the copy; ``over`` changes config keys."""
+    """The finished run's results copied under ``dest`` with its config (``over`` changes config keys); the
+    store is not copied: the check does not read it."""
     tmp, cfg, _ = finished
     shutil.copytree(tmp / "results", dest / "results")
-    (dest / "mlruns").mkdir(parents=True)
-    src, dst = sqlite3.connect(tmp / "mlruns" / "mlflow.db"), sqlite3.connect(dest / "mlruns" / "mlflow.db")
-    src.backup(dst)
-    src.close(), dst.close()
     d = yaml.safe_load(cfg.read_text())
-    d["tracking"] = {**d.get("tracking", {}), "uri": f"sqlite:///{dest / 'mlruns' / 'mlflow.db'}"}
     for k, v in over.items():
         d[k] = v
     p = dest / "cfg.yaml"
@@ -49,13 +45,15 @@ def _copy(finished, dest, **over):
     return load_config(p), dest / "results"
 
 
-def _both(cfg, results):
-    """The SQL check, MLflow's client and :func:`up_to_date` (which uses the SQL check on a SQLite store)
-    give one answer."""
-    fast, slow = up_to_date_fast(cfg, results), up_to_date_mlflow(cfg, results)
-    assert fast == slow
+def _check(cfg, results):
+    """:func:`up_to_date` (the flow's) and :func:`up_to_date_fast` (the command's) give one answer."""
+    fast = up_to_date_fast(cfg, results)
     assert up_to_date(cfg, results) == fast
     return fast
+
+
+def _stamp(results) -> Path:
+    return results / "compas_small" / STAMP
 
 
 def test_fingerprint_is_the_flows(finished):
@@ -64,80 +62,63 @@ def test_fingerprint_is_the_flows(finished):
     assert fast_fingerprint(c) == run_fingerprint(c)
 
 
-def test_equal_to_the_mlflow_check_on_a_finished_run(finished):
+def test_a_finished_run_is_up_to_date_from_its_stamp(finished):
     tmp, cfg, out = finished
-    found = _both(load_config(cfg), tmp / "results")
+    found = _check(load_config(cfg), tmp / "results")
     assert found is not None and found["up_to_date"] and found["parent_run_id"] == out["parent_run_id"]
     assert found["table"] == out["table"]  # summary.txt is the table the run printed
+    stamp = json.loads(_stamp(tmp / "results").read_text())
+    assert stamp["fingerprint"] == run_fingerprint(load_config(cfg)) and stamp["parent_run_id"] == out["parent_run_id"]
+
+
+def test_the_store_is_not_read(finished, tmp_path):
+    """No store at all where the config points: still up to date (the answer comes from the files); --force is
+    how a user re-runs."""
+    tmp, cfg, _ = finished
+    c, results = _copy(finished, tmp_path / "a")
+    db = Path(c.tracking.uri[len("sqlite:///"):])
+    assert db.is_file()
+    moved = tmp_path / "moved.db"
+    db.rename(moved)  # the store the run logged to is gone from where the config points
+    try:
+        assert _check(c, results) is not None
+    finally:
+        moved.rename(db)
 
 
 def test_not_up_to_date_without_results_or_with_another_config(finished, tmp_path):
     tmp, cfg, _ = finished
-    assert _both(load_config(cfg), tmp_path / "nowhere") is None
+    assert _check(load_config(cfg), tmp_path / "nowhere") is None
     c, results = _copy(finished, tmp_path / "seed", seed=8)  # another config hash: metrics.json is not its
-    assert _both(c, results) is None
-    c, results = _copy(finished, tmp_path / "report")
-    (results / "compas_small" / "report.html").unlink()
-    assert _both(c, results) is None
+    assert _check(c, results) is None
+    for name in ("report.html", "summary.txt", STAMP):
+        c, results = _copy(finished, tmp_path / f"no_{name}")
+        (results / "compas_small" / name).unlink()
+        assert _check(c, results) is None, name
 
 
-def test_failed_cell_in_results_or_in_the_run(finished, tmp_path):
-    from mlflow.tracking import MlflowClient
-
+def test_failed_cell_or_another_fingerprint_or_data(finished, tmp_path):
     c, results = _copy(finished, tmp_path / "a")
     m = results / "compas_small" / "metrics.json"
     m.write_text(json.dumps({**json.loads(m.read_text()), "n_failed": 1}))
-    assert _both(c, results) is None
-    c, results = _copy(finished, tmp_path / "b")
-    assert _both(c, results) is not None
-    MlflowClient(c.tracking.uri).set_tag(finished[2]["parent_run_id"], "n_failed", "1")
-    assert _both(c, results) is None
-    c, results = _copy(finished, tmp_path / "c")
-    MlflowClient(c.tracking.uri).set_tag(finished[2]["parent_run_id"], "data.processed_hash", "other")
-    assert _both(c, results) is None
+    assert _check(c, results) is None
+    for key, value in (("fingerprint", "other-code"), ("data_hash", "other-data"), ("config_hash", "x"),
+                       ("tracking_uri", "sqlite:///other.db")):
+        c, results = _copy(finished, tmp_path / key)
+        s = _stamp(results)
+        s.write_text(json.dumps({**json.loads(s.read_text()), key: value}))
+        assert _check(c, results) is None, key
+    c, results = _copy(finished, tmp_path / "broken")
+    _stamp(results).write_text("{not json")
+    assert _check(c, results) is None
 
 
-def test_other_experiment_name_is_not_up_to_date(finished, tmp_path):
+def test_other_store_or_experiment_name_is_not_up_to_date(finished, tmp_path):
     c, results = _copy(finished, tmp_path / "a", tracking={"experiment_name": "someone_else"})
     assert c.config_hash == load_config(finished[1]).config_hash
-    assert _both(c, results) is None
-
-
-@pytest.mark.parametrize("status", ["RUNNING", "FAILED", "KILLED", "deleted"])
-def test_unfinished_or_deleted_parent_is_not_up_to_date(finished, tmp_path, status):
-    from mlflow.tracking import MlflowClient
-
-    c, results = _copy(finished, tmp_path / "a")
-    client, run_id = MlflowClient(c.tracking.uri), finished[2]["parent_run_id"]
-    if status == "deleted":
-        client.delete_run(run_id)
-    else:
-        client.update_run(run_id, status=status)
-    assert _both(c, results) is None
-
-
-def test_newest_finished_parent_is_the_one_compared(finished, tmp_path):
-    """A newer FINISHED parent with the same fingerprint but a failed cell hides the older good one (as in
-    the MLflow check: newest start time first); an older one with a failed cell does not."""
-    from mlflow.tracking import MlflowClient
-
-    c, results = _copy(finished, tmp_path / "a")
-    client = MlflowClient(c.tracking.uri)
-    old = client.get_run(finished[2]["parent_run_id"])
-    exp = old.info.experiment_id
-    tags = {k: v for k, v in old.data.tags.items() if not k.startswith("mlflow.")}
-    earlier = client.create_run(exp, start_time=old.info.start_time - 1000, tags={**tags, "n_failed": "2"})
-    client.set_terminated(earlier.info.run_id, "FINISHED")
-    found = _both(c, results)
-    assert found is not None and found["parent_run_id"] == old.info.run_id
-    newer = client.create_run(exp, start_time=old.info.start_time + 1000, tags={**tags, "n_failed": "2"})
-    client.set_terminated(newer.info.run_id, "FINISHED")
-    assert _both(c, results) is None
-
-
-def test_a_tracking_server_is_unknown(finished, tmp_path):
-    c, results = _copy(finished, tmp_path / "a", tracking={"uri": "http://127.0.0.1:9"})
-    assert up_to_date_fast(c, results) == UNKNOWN  # up_to_date then asks MLflow's client
+    assert _check(c, results) is None
+    c, results = _copy(finished, tmp_path / "b", tracking={"uri": f"sqlite:///{tmp_path / 'b' / 'other.db'}"})
+    assert _check(c, results) is None
 
 
 def test_imports_neither_mlflow_nor_prefect(finished):
@@ -187,8 +168,8 @@ def test_receipt_gives_the_full_paths_answer(finished, tmp_path, monkeypatch):
     c, path, results, done = _receipt_case(finished, tmp_path / "a", monkeypatch)
     assert done is not None and done["parent_run_id"] == finished[2]["parent_run_id"]
     assert len(list(receipts_dir().glob("*.json"))) == 1
-    assert up_to_date_from_receipt(path, False, results) == done == up_to_date_mlflow(c, results)
-    # the results or the store change after the receipt was written: read afresh, the full path decides
+    assert up_to_date_from_receipt(path, False, results) == done == up_to_date_fast(c, results)
+    # the results change after the receipt was written: read afresh, the full path decides
     (results / "compas_small" / "report.html").unlink()
     assert up_to_date_from_receipt(path, False, results) is None
     assert up_to_date_fast(c, results) is None

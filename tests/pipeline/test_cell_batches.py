@@ -119,51 +119,6 @@ def test_batched_flow_same_metrics_runs_and_failures_as_one_cell_per_task(tmp_pa
         assert not [r for r in runs if r[1] == "RUNNING"]
 
 
-def test_finished_cell_keys_reads_what_the_tracker_finds(tmp_path):
-    """The flow's early cache lookup (plain sqlite3) against Tracker.finished_cells_by_cache_key on a real store
-    holding every kind of run: FINISHED ok, FINISHED with a failed cell, FAILED, RUNNING, deleted, another
-    experiment, no key. Same keys; an empty set for a store not created yet; None for a file that is no store."""
-    from mlflow.tracking import MlflowClient
-
-    from fairmiss.tracking import Tracker
-    from flows.fastcheck import finished_cell_keys
-
-    cfg = load_config(small_config(tmp_path))
-    assert finished_cell_keys(cfg, {"k1"}) == set()  # no database yet
-    tr = Tracker(cfg.tracking.uri, cfg.experiment)
-    client = MlflowClient(cfg.tracking.uri)
-    other = client.create_experiment("another")
-
-    def run(key, status="FINISHED", cell_status="ok", exp=None, delete=False):
-        tags = {"cell.status": cell_status} if cell_status else {}
-        if key:
-            tags["cell.cache_key"] = key
-        r = client.create_run(exp or tr.experiment_id, tags=tags)
-        if status != "RUNNING":
-            client.set_terminated(r.info.run_id, status=status)
-        if delete:
-            client.delete_run(r.info.run_id)
-
-    run("k1")
-    run("k1")  # twice: one key
-    run("k2", cell_status="error")
-    run("k3", status="FAILED")
-    run("k4", status="RUNNING")
-    run("k5", delete=True)
-    run("k6", exp=other)
-    run(None)
-    run("k7")
-    keys = {f"k{i}" for i in range(1, 9)}
-    fast = finished_cell_keys(cfg, keys)
-    assert fast == set(tr.finished_cells_by_cache_key(keys)) == {"k1", "k7"}
-    assert finished_cell_keys(cfg, {"k7", "k8"}) == {"k7"}
-    bad = load_config(small_config(tmp_path / "bad", tracking={"uri": f"sqlite:///{tmp_path / 'junk.db'}"}))
-    (tmp_path / "junk.db").write_bytes(b"this is not a database" * 100)
-    assert finished_cell_keys(bad, {"k1"}) is None  # the store's own error is reported by the tracker instead
-    http = load_config(small_config(tmp_path / "http", tracking={"uri": "http://127.0.0.1:9"}))
-    assert finished_cell_keys(http, {"k1"}) is None
-
-
 def test_a_split_that_cannot_be_made_fails_the_parent_run_with_its_error(tmp_path):
     """The cells start before the splits are waited for (thread runner): a split the data cannot give still
     raises its own ConfigError in the flow, inside the parent run, which ends FAILED; nothing stays RUNNING."""

@@ -7,19 +7,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import logging
 import math
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-from mlflow.tracking import MlflowClient
 
 from fairmiss._errors import ConfigError  # the leaf module: the writer process does not import the config stack (sklearn)
-from fairmiss.io import atomic_path, file_lock
+from fairmiss.io import file_lock
 
 logger = logging.getLogger("fairmiss.tracking")
 
@@ -221,73 +218,6 @@ def _store_lock(uri: str):
         yield
 
 
-def _new_store_from_template(uri: str) -> bool:
-    """A SQLite store that does not exist yet starts as a copy of an empty, fully migrated one.
-
-    MLflow creates a new SQLite store by running every schema migration since its first release (alembic,
-    ~60 steps, many of them table copies): 2–6 s on this 2-core machine, paid by every fresh store — a user's
-    first run, each scratch store, each test's store. The result depends only on the MLflow, SQLAlchemy and
-    alembic versions, so it is built once per versions into fairmiss's cache directory
-    (:func:`fairmiss.io.cache_dir`, ``mlflow-store/<versions hash>.db``) with MLflow's own code, without its
-    ``Default`` experiment (experiment 0, whose artifact location is the store's own: MLflow creates it again
-    when it opens the copy, exactly as for a new store), and copied. Called under the store's lock; any
-    failure leaves the store to MLflow (``False``)."""
-    if not uri.startswith("sqlite:///"):
-        return False
-    db = Path(uri[len("sqlite:///"):].split("?", 1)[0])
-    if not db.name or db.name == ":memory:" or db.exists() or db.is_symlink():
-        return False
-    try:
-        template = _store_template()
-        with atomic_path(db) as tmp:
-            shutil.copyfile(template, tmp)
-        return True
-    except Exception as exc:  # noqa: BLE001 - a cache: MLflow creates the store as without it
-        logger.debug("no MLflow store template (%s: %s); MLflow creates %s", type(exc).__name__, exc, db)
-        return False
-
-
-def _store_template() -> Path:
-    """The empty migrated store of this MLflow / SQLAlchemy / alembic (built on first use, under a lock)."""
-    import sqlite3
-    from importlib.metadata import version
-
-    from fairmiss.io import cache_dir
-
-    versions = {pkg: version(pkg) for pkg in ("mlflow", "sqlalchemy", "alembic")}
-    key = hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()[:16]
-    path = cache_dir() / "mlflow-store" / f"{key}.db"
-    if path.is_file():
-        return path
-    with file_lock(str(path) + ".lock"):
-        if path.is_file():
-            return path
-        with atomic_path(path) as tmp:
-            tmp_uri = f"sqlite:///{tmp.resolve()}"
-            MlflowClient(tmp_uri).search_experiments(max_results=1)  # MLflow's migrations
-            _dispose_engine(tmp_uri)
-            con = sqlite3.connect(tmp)
-            try:
-                with con:
-                    con.execute("DELETE FROM experiment_tags WHERE experiment_id = 0")
-                    con.execute("DELETE FROM experiments WHERE experiment_id = 0")
-                con.execute("VACUUM")
-            finally:
-                con.close()
-        (path.parent / "versions.json").write_text(json.dumps(versions, indent=1) + "\n")
-    return path
-
-
-def _dispose_engine(uri: str) -> None:
-    """Drop MLflow's cached SQLAlchemy engine of ``uri`` (it keeps one per URI for the process)."""
-    with contextlib.suppress(Exception):
-        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-        engine = SqlAlchemyStore._engine_map.pop(uri, None)
-        if engine is not None:
-            engine.dispose()
-
-
 def _enable_wal(uri: str) -> None:
     """Put a SQLite store in write-ahead-log mode (persistent in the database file, so the MLflow UI and
     server opening it later use it too). Measured on this project's machine: one cell's child run (create,
@@ -309,3 +239,22 @@ def _enable_wal(uri: str) -> None:
             con.close()
     except sqlite3.Error as exc:
         logger.debug("store %s: journal mode left unchanged: %s", uri, exc)
+
+
+def _checkpoint_wal(uri: str) -> None:
+    """Fold a SQLite store's write-ahead log into the database file (``PRAGMA wal_checkpoint(TRUNCATE)``), so
+    the file alone holds every committed run — what the writer process does before it leaves without closing
+    MLflow's connections. A database-level pragma, like :func:`_enable_wal`: no table is read or written.
+    Failures (a reader holding the log) leave the log to the next connection, which checkpoints it."""
+    if not uri.startswith("sqlite:///"):
+        return
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(uri[len("sqlite:///"):], timeout=5)
+        try:
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        logger.debug("store %s: write-ahead log left to the next connection: %s", uri, exc)

@@ -20,7 +20,7 @@ from fairmiss.cpu import cpu_fingerprint
 from fairmiss.io import pid_alive
 from fairmiss.tracking.groups import GROUP_TAG, named_metrics
 from fairmiss.tracking.store import (DEFAULT_URI, TrackingStoreError, _enable_wal, _guard_store, _lost_insert_race, _metric_name,
-                                     _metric_entities, _new_store_from_template, _requirements, _store_error, _store_lock,
+                                     _metric_entities, _requirements, _store_error, _store_lock,
                                      git_commit, resolve_uri)
 
 logger = logging.getLogger("fairmiss.tracking")
@@ -63,7 +63,6 @@ class Tracker:
             # Creating a SQLite store (schema migration) and an experiment are not safe when two
             # processes do it at once; an OS file lock beside the database serialises that step.
             with _store_lock(self.uri):
-                _new_store_from_template(self.uri)
                 self.client = MlflowClient(self.uri)
                 self.client.search_experiments(max_results=1)  # forces schema creation under the lock
                 _enable_wal(self.uri)

@@ -9,7 +9,7 @@ import json
 import os
 import threading
 
-from fairmiss.tracking.store import _dispose_engine, resolve_uri
+from fairmiss.tracking.store import _checkpoint_wal, resolve_uri
 from fairmiss.tracking.tracker import Tracker
 
 WRITER_ENV = "FAIRMISS_TRACKING_WRITER"  # "process" (default) or "inline" (log in the flow's thread, as before)
@@ -154,11 +154,11 @@ def _writer_main() -> None:
         except BaseException as exc:
             fail(key, exc)
     out.close()
-    # Every answer above was sent after its run's last commit, so nothing is left to write. Close the store's
-    # connections (SQLite checkpoints its write-ahead log) and leave without the interpreter's teardown:
-    # finalising MLflow's and SQLAlchemy's modules took ~2 s, during which the flow waited in close().
+    # Every answer above was sent after its run's last commit, so nothing is left to write. Fold SQLite's
+    # write-ahead log into the database file and leave without the interpreter's teardown: finalising MLflow's
+    # and SQLAlchemy's modules took ~2 s, during which the flow waited in close().
     if isinstance(tracker, Tracker):
-        _dispose_engine(tracker.uri)
+        _checkpoint_wal(tracker.uri)
     sys.stderr.flush()
     os._exit(0)
 
