@@ -347,7 +347,9 @@ def check_columns(cfg: ExperimentConfig, source: str | Path = "<dict>") -> None:
     """Every column a config names exists in the dataset variant's declared columns, before any data are
     read: masked and driver columns of missingness specs (features only; never the group or the label),
     ``extra_groups`` (columns of the processed table other than the group), the ``protected`` columns of
-    BuDRO / Project / Reweigh and the ``consistency`` columns (features)."""
+    BuDRO / Project / Reweigh and the ``consistency`` columns (features). A raw attribute of the variant's
+    ``raw_coding`` stands for its columns (a one-hot block, a coded column); a condition may also read the
+    columns kept beside the features (and the group, when the coding names it)."""
     from fairmiss.datasets import get_variant
     from fairmiss.missingness.mechanisms import masked_columns, read_columns
 
@@ -358,24 +360,39 @@ def check_columns(cfg: ExperimentConfig, source: str | Path = "<dict>") -> None:
     def fail(key: str, msg: str):
         raise ConfigError(f"{source}: {key}: {msg}")
 
-    def need_features(key: str, cols, what: str = "column"):
+    coding = getattr(v, "raw_coding", None) or {}
+    role.update({c: "a protected attribute kept beside the features" for c in getattr(v, "kept", [])})
+    coded_group = any(how.get("column") == v.group for how in coding.values())
+    readable = [*features, *(c for c in getattr(v, "kept", []) if c not in features),
+                *([v.group] if coded_group and v.group not in features else [])]
+
+    def table(cols) -> list[str]:  # raw attributes of the variant's raw coding as the table's columns
+        out = []
         for c in cols:
-            if c not in features:
+            how = coding.get(c)
+            out += list(how["onehot"].values()) if how and "onehot" in how else [how.get("column", c) if how else c]
+        return out
+
+    def need_features(key: str, cols, what: str = "column", allowed=None):
+        allowed = features if allowed is None else allowed
+        for c in cols:
+            if c not in allowed:
                 extra = f" ({role[c]})" if c in role else ""
-                fail(key, f"{what} '{c}' is not a feature of dataset {v.name}{extra}; features: {features}")
+                fail(key, f"{what} '{c}' is not a feature of dataset {v.name}{extra}; features: {allowed}")
 
     for i, m in enumerate(cfg.missingness):
         key = f"missingness.{i} ('{missingness_label(m)}')"
         cols = masked_columns(m)
         for c in cols:
             if c in role:
-                fail(key, f"it would mask '{c}', {role[c]}; the group and the label are never masked")
-        need_features(key, cols)
+                never = "the group and the label are never masked" if c in (v.group, v.label) else "never masked"
+                fail(key, f"it would mask '{c}', {role[c]}; {never}")
+        need_features(key, table(cols))
         for c in read_columns(m):
-            if c == v.group and c not in features:
+            if c == v.group and c not in features and c not in coding:
                 fail(f"{key}.condition.column", f"'{c}' is the dataset's group; condition on it with column: group "
                      "(its codes)")
-        need_features(f"{key}.condition.column", read_columns(m), "condition column")
+        need_features(f"{key}.condition.column", table(read_columns(m)), "condition column", readable)
         if m.kind == "mar":
             need_features(key + ".drivers", m.drivers, "driver column")
         group_codes = {int(k) for k in (v.group_encoding or {})}

@@ -59,10 +59,23 @@ class DatasetVariant:
     #: ``{option: ("a", "b")}`` for a choice, ``{option: (low, high)}`` (inclusive, ``None`` = unbounded) for a
     #: number. Any option whose name ends in ``seed`` is a non-negative integer below 2**32 without saying so.
     option_domains: dict[str, tuple] = field(default_factory=dict)
+    #: how the table codes the raw file's attributes, for missingness specs written in the raw column names (the
+    #: Shades-of-Null scenarios, :mod:`fairmiss.datasets.son`): ``{raw attribute: {"onehot": {raw value: column}}}``
+    #: (a one-hot block) or ``{raw attribute: {"column": c, "codes": {raw value: code}}}`` (``codes`` left out: the
+    #: raw values as they are, under the name ``c``). A ``column`` that is not a feature, the group or the label is
+    #: kept in the table beside them (:attr:`kept`): never a feature, never masked, read by missingness conditions
+    raw_coding: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> list[str]:
+        """The columns :attr:`raw_coding` names that are not features, the group or the label."""
+        own = {*self.features, self.group, self.label}
+        cols = (how.get("column") for how in self.raw_coding.values())
+        return list(dict.fromkeys(c for c in cols if c is not None and c not in own))
 
     @property
     def columns(self) -> list[str]:
-        return [*self.features, self.group, self.label]
+        return [*self.features, self.group, *self.kept, self.label]
 
     def option_problems(self, options) -> list[tuple[str, str]]:
         """``(option, problem)`` for every option that is unknown or not of its default's type (an option
@@ -219,7 +232,8 @@ def regrouped(variant: DatasetVariant, cols: list[str]) -> DatasetVariant:
         group=group, group_encoding=group_encoding, label=variant.label, label_encoding=variant.label_encoding,
         expected_rows=variant.expected_rows,
         numeric_ranges={k: v for k, v in variant.numeric_ranges.items() if k not in cols},
-        synthetic=variant.synthetic, options=variant.options, option_domains=variant.option_domains)
+        synthetic=variant.synthetic, options=variant.options, option_domains=variant.option_domains,
+        raw_coding=variant.raw_coding)
 
 
 def registered() -> list[DatasetVariant]:

@@ -18,6 +18,23 @@ and the suite's own settings (its ``configs/datasets_config.py`` and ``configs/y
   columns (``dataset.group: [a, b]`` intersects them). The value the suite lists is its disadvantaged group,
   coded 0; the other is coded 1 (``dataset.privileged`` takes its name or code).
 
+**Raw attribute names** (``raw_coding`` of each variant; the Shades-of-Null missingness presets and any
+``conditional`` spec name the raw files' columns, :mod:`fairmiss.missingness.conditional`):
+
+* a one-hot attribute (``checking-account``, bank ``job``, law school ``fam_inc``, cardio ``cholesterol``, …) is
+  its block ``{raw value: column}`` (:data:`ONEHOT_COLUMNS`): masking it blanks the whole block in that row, and
+  a condition value selects the rows whose column for that value is 1;
+* a binary attribute, the group and the protected attributes keep their raw name and hold codes
+  (``{raw value: code}``, as above: German ``sex`` female = 0, law school ``male`` 0/1 and ``race``
+  Non-White = 0, cardio ``gender`` 1 = 0 and 2 = 1, bank ``marital`` single = 0, diabetes ``Family_Diabetes``
+  no = 0): a condition value is a raw value, mapped to its code;
+* binned: the suite's MAR scenarios read the raw ages of German credit (``age <= 25``) and bank (``age < 30``),
+  which the group / protected bands (``age_band``) cannot give (bank's band is 25-60). The raw ``age`` (whole
+  years) is kept in the table beside the features under its raw name: never a feature, never masked, read by
+  conditions only; law school's ``male`` is kept beside the features in the same way;
+* renamed: diabetes ``Pregancies`` is the column ``Pregnancies``; cardio's ``age`` is in whole years, not the
+  file's days (the suite's threshold of 50 is in years).
+
 Every text cell is compared with surrounding blanks removed (``german_data_credit.csv`` writes ``'>= 200 DM '``)
 against the complete list of levels below: an unknown level, a non-numeric or non-integer value where a number or
 code is expected, a truncated line or a wrong delimiter is a :class:`DatasetError` naming file, line and column.
@@ -128,6 +145,16 @@ def _onehot_types(spec: dict[str, dict]) -> dict[str, str]:
     return {f"{c}_{lv}": "binary" for c, lvs in spec.items() for lv in dict.fromkeys(lvs.values())}
 
 
+def _onehot_coding(spec: dict[str, dict]) -> dict[str, dict]:
+    """The ``raw_coding`` entries of one-hot attributes: ``{raw column: {"onehot": {raw value: column}}}``."""
+    return {c: {"onehot": {raw: f"{c}_{lv}" for raw, lv in levels.items()}} for c, levels in spec.items()}
+
+
+def _coded(spec: dict[str, dict]) -> dict[str, dict]:
+    """The ``raw_coding`` entries of columns holding codes under their raw name ``{c: {"column": c, "codes": …}}``."""
+    return {c: {"column": c, "codes": dict(levels)} for c, levels in spec.items()}
+
+
 def _info(raw: pd.DataFrame, out: pd.DataFrame, group: str, label: str, **extra) -> dict:
     """Row counts, duplicates (among the raw columns read, and of the processed rows: kept, as the suite keeps
     them), missing values by column and the group x label counts."""
@@ -163,6 +190,7 @@ def _build_bank(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]
     for c, lv in BANK_BINARY.items():
         out[c] = _binary(code(path, raw[c], lines, c, lv, missing=("unknown",), allow_missing=True))
     lo, hi = BANK_AGE_BAND
+    out["age"] = raw["age"].astype("int64")  # kept beside the features (raw_coding): the suite's MAR reads age < 30
     out["age_band"] = raw["age"].between(lo, hi).astype("int64")
     out["y"] = code(path, raw["y"], lines, "y", YES_NO).astype("int64")
     out = pd.DataFrame(out)
@@ -186,6 +214,7 @@ BANK = register(DatasetVariant(
     label_encoding={0: "no", 1: "yes (subscribed)"},
     expected_rows=40004,
     numeric_ranges={"day": (1, 31), "campaign": (1, 100), "previous": (0, 1000)},
+    raw_coding={**_onehot_coding(BANK_ONEHOT), **_coded(BANK_BINARY), "age": {"column": "age"}},
 ))
 
 
@@ -193,6 +222,7 @@ BANK = register(DatasetVariant(
 
 LAW_NUMERIC = ["decile1b", "decile3", "lsat", "ugpa", "zfygpa", "zgpa"]
 LAW_ONEHOT = {"fam_inc": {float(k): k for k in range(1, 6)}, "tier": {float(k): k for k in range(1, 7)}}
+LAW_CODES = {"fulltime": {1.0: 1, 2.0: 0}, "male": {0.0: 0, 1.0: 1}, "race": {"Non-White": 0, "White": 1}}
 
 
 def _build_law(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
@@ -200,11 +230,11 @@ def _build_law(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
     codes = ["fulltime", "fam_inc", "male", "tier", "pass_bar"]
     raw, lines = read_raw(path, [*LAW_NUMERIC, *codes, "race"], [*LAW_NUMERIC, *codes])
     out = {c: raw[c] for c in LAW_NUMERIC}
-    out["fulltime"] = code(path, raw["fulltime"], lines, "fulltime", {1.0: 1, 2.0: 0}).astype("int64")
+    out["fulltime"] = code(path, raw["fulltime"], lines, "fulltime", LAW_CODES["fulltime"]).astype("int64")
     for c, lv in LAW_ONEHOT.items():
         out.update(onehot(code(path, raw[c], lines, c, lv), c, lv.values()))
-    out["male"] = code(path, raw["male"], lines, "male", {0.0: 0, 1.0: 1}).astype("int64")
-    out["race"] = code(path, raw["race"], lines, "race", {"Non-White": 0, "White": 1}).astype("int64")
+    for c in ["male", "race"]:
+        out[c] = code(path, raw[c], lines, c, LAW_CODES[c]).astype("int64")
     out["pass_bar"] = code(path, raw["pass_bar"], lines, "pass_bar", {0.0: 0, 1.0: 1}).astype("int64")
     out = pd.DataFrame(out)
     info = _info(raw, out, "race", "pass_bar", protected=["race", "male"])
@@ -226,6 +256,7 @@ LAW_SCHOOL = register(DatasetVariant(
     label_encoding={0: "failed the bar", 1: "passed the bar"},
     expected_rows=20798,
     numeric_ranges={"decile1b": (1, 10), "decile3": (1, 10), "ugpa": (0, 4)},
+    raw_coding={**_onehot_coding(LAW_ONEHOT), **_coded(LAW_CODES)},
 ))
 
 
@@ -246,6 +277,7 @@ DIABETES_BINARY = {
     "Pdiabetes": {"0": 0, "no": 0, "yes": 1},  # gestational diabetes; the file writes '0' for no in 936 rows
     "UriationFreq": {"not much": 0, "quite often": 1},
 }
+DIABETES_CODES = {"Gender": {"Female": 0, "Male": 1}}
 
 
 def _build_diabetes(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
@@ -266,7 +298,7 @@ def _build_diabetes(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, d
         out.update(onehot(code(path, raw[c], lines, c, lv, fold=fold, allow_missing=True), c, lv.values()))
     for c, lv in DIABETES_BINARY.items():
         out[c] = _binary(code(path, raw[c], lines, c, lv, allow_missing=True))
-    out["Gender"] = code(path, raw["Gender"], lines, "Gender", {"Female": 0, "Male": 1}).astype("int64")
+    out["Gender"] = code(path, raw["Gender"], lines, "Gender", DIABETES_CODES["Gender"]).astype("int64")
     out["Diabetic"] = code(path, raw["Diabetic"], lines, "Diabetic", YES_NO).astype("int64")
     out = pd.DataFrame(out)
     info = _info(raw_all, out, "Gender", "Diabetic", **info_extra)
@@ -290,6 +322,8 @@ DIABETES = register(DatasetVariant(
     numeric_ranges={"BMI": (10, 80), "Sleep": (0, 24), "SoundSleep": (0, 24), "Pregnancies": (0, 20)},
     options={"missing": "drop"},
     option_domains={"missing": ("drop", "keep")},
+    raw_coding={**_onehot_coding(DIABETES_ONEHOT), **_coded(DIABETES_BINARY), **_coded(DIABETES_CODES),
+                "Pregancies": {"column": "Pregnancies"}},
 ))
 
 
@@ -299,6 +333,7 @@ CARDIO_NUMERIC = ["age", "height", "weight", "ap_hi", "ap_lo"]
 CARDIO_ONEHOT = {"cholesterol": {1.0: 1, 2.0: 2, 3.0: 3}, "gluc": {1.0: 1, 2.0: 2, 3.0: 3}}
 CARDIO_BINARY = ["smoke", "alco", "active"]
 _ZERO_ONE = {0.0: 0, 1.0: 1}
+CARDIO_CODES = {**{c: _ZERO_ONE for c in CARDIO_BINARY}, "gender": {1.0: 0, 2.0: 1}}
 
 
 def _build_cardio(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
@@ -316,7 +351,7 @@ def _build_cardio(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dic
         out.update(onehot(code(path, raw[c], lines, c, lv), c, lv.values()))
     for c in CARDIO_BINARY:
         out[c] = code(path, raw[c], lines, c, _ZERO_ONE).astype("int64")
-    out["gender"] = code(path, raw["gender"], lines, "gender", {1.0: 0, 2.0: 1}).astype("int64")
+    out["gender"] = code(path, raw["gender"], lines, "gender", CARDIO_CODES["gender"]).astype("int64")
     out["cardio"] = code(path, raw["cardio"], lines, "cardio", _ZERO_ONE).astype("int64")
     out = pd.DataFrame(out)
     implausible = {"ap_hi outside 1..300": int((~raw["ap_hi"].between(1, 300)).sum()),
@@ -343,6 +378,7 @@ CARDIO = register(DatasetVariant(
     label_encoding={0: "no cardiovascular disease", 1: "cardiovascular disease"},
     expected_rows=70000,
     numeric_ranges={"age": (0, 120)},
+    raw_coding={**_onehot_coding(CARDIO_ONEHOT), **_coded(CARDIO_CODES)},
 ))
 
 
@@ -376,6 +412,7 @@ GERMAN_BINARY = {"telephone": {"none": 0, "yes": 1}, "foreign-worker": YES_NO,
                  "marital-status": {"divorced/separated": 0, "married/widowed": 1}}
 #: the suite's disadvantaged ages (``sensitive_attributes_dct: {'age': [19, …, 25]}``): age <= 25
 GERMAN_YOUNG_MAX = 25
+GERMAN_CODES = {**GERMAN_BINARY, "sex": {"female": 0, "male": 1}}
 
 
 def _build_german(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dict]:
@@ -389,7 +426,8 @@ def _build_german(paths: dict[str, Path], opts: dict) -> tuple[pd.DataFrame, dic
         out.update(onehot(code(path, raw[c], lines, c, lv), c, lv.values()))
     for c, lv in GERMAN_BINARY.items():
         out[c] = code(path, raw[c], lines, c, lv).astype("int64")
-    out["sex"] = code(path, raw["sex"], lines, "sex", {"female": 0, "male": 1}).astype("int64")
+    out["sex"] = code(path, raw["sex"], lines, "sex", GERMAN_CODES["sex"]).astype("int64")
+    out["age"] = raw["age"].astype("int64")  # kept beside the features (raw_coding): the suite's MAR reads age
     out["age_band"] = (raw["age"] > GERMAN_YOUNG_MAX).astype("int64")
     out["class-label"] = code(path, raw["class-label"], lines, "class-label", _ZERO_ONE).astype("int64")
     out = pd.DataFrame(out)
@@ -412,6 +450,7 @@ GERMAN_SON = register(DatasetVariant(
     label="class-label",
     label_encoding={0: "bad credit", 1: "good credit"},
     expected_rows=1000,
+    raw_coding={**_onehot_coding(GERMAN_ONEHOT), **_coded(GERMAN_CODES), "age": {"column": "age"}},
 ))
 
 
@@ -419,7 +458,6 @@ GERMAN_SON = register(DatasetVariant(
 #: the file writes them, blanks stripped; law school's and cardio's codes as floats), e.g. to name the block of
 #: columns that stands for one raw attribute
 ONEHOT_COLUMNS: dict[str, dict[str, dict]] = {
-    name: {c: {raw: f"{c}_{lv}" for raw, lv in levels.items()} for c, levels in spec.items()}
-    for name, spec in {"bank": BANK_ONEHOT, "law_school": LAW_ONEHOT, "diabetes": DIABETES_ONEHOT,
-                       "cardio": CARDIO_ONEHOT, "german_son": GERMAN_ONEHOT}.items()
+    v.name: {c: how["onehot"] for c, how in v.raw_coding.items() if "onehot" in how}
+    for v in (BANK, LAW_SCHOOL, DIABETES, CARDIO, GERMAN_SON)
 }

@@ -1,19 +1,54 @@
 """What the missingness kind modules share (a leaf): the error type, argument checks, the mask helpers,
-the binomial tolerance of the realised-rate gates and :func:`mask_summary`."""
+the binomial tolerance of the realised-rate gates, :func:`mask_summary` and :class:`RawCoding` (raw attribute
+names on a coded table)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["MissingnessError", "apply_mask", "as_kw", "check_columns", "check_rate", "empty_mask",
-           "logistic_intercept", "mask_summary", "rate_problems", "tolerance"]
+__all__ = ["MissingnessError", "RawCoding", "apply_mask", "as_kw", "attribute_columns", "check_columns",
+           "check_rate", "empty_mask", "logistic_intercept", "mask_summary", "rate_problems", "tolerance"]
 
 
 class MissingnessError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class RawCoding:
+    """How a coded table stands for the raw attributes a missingness spec names (a dataset variant's
+    ``raw_coding``, e.g. a Shades-of-Null table of :mod:`fairmiss.datasets.son`).
+
+    ``coding`` maps a raw attribute to ``{"onehot": {raw value: column}}`` (a one-hot block: the attribute is
+    missing in a row when every column of its block is) or to ``{"column": c, "codes": {raw value: code}}``
+    (``codes`` left out: the raw values under the name ``c``). ``beside`` holds the table's columns kept beside
+    the features (the group, the protected attributes), rows aligned by position with the features; they are
+    read by conditions and never masked."""
+
+    coding: Mapping[str, dict]
+    beside: pd.DataFrame
+
+    def take(self, rows) -> RawCoding:
+        """The coding of the rows ``rows`` (a boolean or positional selection, as ``X.iloc[rows]``)."""
+        return RawCoding(self.coding, self.beside.iloc[rows])
+
+
+def attribute_columns(name: str, columns, raw: RawCoding | None) -> list[str]:
+    """The columns of a table (``columns``) that the masked attribute ``name`` stands for: its one-hot block, its
+    coded column, else ``name`` itself. An attribute kept beside the features (a protected attribute) is a
+    :class:`MissingnessError`: it is never masked."""
+    how = raw.coding.get(name) if raw is not None else None
+    if how is not None and "onehot" in how:
+        return list(dict.fromkeys(how["onehot"].values()))
+    col = how.get("column", name) if how is not None else name
+    if raw is not None and col not in columns and col in raw.beside.columns:
+        raise MissingnessError(f"missingness would mask '{name}', a protected attribute kept beside the features "
+                               "(it is read by conditions, never masked)")
+    return [col]
 
 
 def as_kw(spec) -> dict:

@@ -12,6 +12,9 @@ The realised-rate gate checks each part on its own draw: the build records each 
 and checks that the union is exactly theirs. Nothing is re-drawn. A mask that compose's build did not return
 (or that was altered since) fails the gate.
 
+The raw coding of a coded table (:class:`~fairmiss.missingness._base.RawCoding`: one-hot blocks, codes, the
+columns kept beside the features) reaches every part, as it reaches a spec drawn alone.
+
 In the config the parts are stored by name (``parts: {mcar: {...}, mar: {...}}``; a list is accepted and a
 part without a name is named ``part<i>``), so the parts reach the tracking params as readable keys
 (``missingness.parts.mar.condition.column``).
@@ -35,7 +38,7 @@ from fairmiss.missingness.mechanisms import check_mask, inject, masked_columns, 
 
 __all__ = ["Compose", "part_spec"]
 
-NEEDS = ("label", "test_rows", "original", "masked")
+NEEDS = ("label", "test_rows", "original", "masked", "raw")
 
 
 def part_spec(d, where: str):
@@ -127,11 +130,11 @@ def _digest(mask: pd.DataFrame, kw) -> str:
     return h.hexdigest()
 
 
-def build(X: pd.DataFrame, kw, *, group, rng: np.random.Generator, label, test_rows):
+def build(X: pd.DataFrame, kw, *, group, rng: np.random.Generator, label, test_rows, raw=None):
     masks = []
     for name, spec in _parts(kw):
         try:
-            _, m = inject(X, spec, group=group, rng=rng, label=label, test_rows=test_rows)
+            _, m = inject(X, spec, group=group, rng=rng, label=label, test_rows=test_rows, raw=raw)
         except MissingnessError as exc:  # the part named, e.g. parts.mnar.condition.buckets.1.values: ...
             raise MissingnessError(f"parts.{name}.{exc}") from None
         masks.append(m.to_numpy(dtype=bool))
@@ -142,7 +145,7 @@ def build(X: pd.DataFrame, kw, *, group, rng: np.random.Generator, label, test_r
     return apply_mask(X, union)
 
 
-def check(mask: pd.DataFrame, kw, group, *, label, test_rows, original, masked) -> list[str]:
+def check(mask: pd.DataFrame, kw, group, *, label, test_rows, original, masked, raw=None) -> list[str]:
     masks = _RECORDED.get(_digest(mask, kw))
     if masks is None:
         return ["compose: no recorded part masks for this mask (it was not drawn by compose, or was altered)"]
@@ -151,7 +154,8 @@ def check(mask: pd.DataFrame, kw, group, *, label, test_rows, original, masked) 
         part = pd.DataFrame(m, index=mask.index, columns=mask.columns)
         part_masked = apply_mask(original, part)[0]
         problems += [f"part '{name}': {p}" for p in check_mask(part, spec, group, original=original,
-                                                               masked=part_masked, label=label, test_rows=test_rows)]
+                                                               masked=part_masked, label=label, test_rows=test_rows,
+                                                               raw=raw)]
     return problems
 
 

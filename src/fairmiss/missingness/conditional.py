@@ -23,6 +23,24 @@ The realised-rate gate (``check``) recomputes the buckets from the original data
 bucket holds exactly ``int(n_b × rate)`` blanked cells, at most one per row; with ``cells``, each column's
 realised rate in each bucket is within 4 binomial standard errors (+1/n_b); rows outside every bucket keep
 their listed cells.
+
+**Raw attribute names on a coded table.** When the data come with a :class:`~fairmiss.missingness._base.RawCoding`
+(a dataset variant's ``raw_coding``: the Shades-of-Null tables of :mod:`fairmiss.datasets.son`), the listed and
+condition columns may be the raw file's attributes:
+
+* a listed one-hot attribute (``checking-account``) stands for its block of columns: blanking it in a row blanks
+  the whole block, and the gate counts a blanked block as one blanked value (a block blanked in part is a
+  problem named by the gate);
+* a condition on a one-hot attribute resolves each bucket value to the block's column for that value: a row is
+  in the bucket when that column is 1 (a row whose block is missing is in no bucket);
+* a condition on a coded attribute (a binary feature, the group, a protected attribute: ``sex``, ``marital``,
+  law school's ``male``, cardio's ``gender``) maps each bucket value, a raw value, to its code; a value the
+  coding does not list is an error naming the bucket and the attribute's raw values;
+* a condition may read the attributes kept beside the features (the group and the protected attributes, e.g.
+  the raw ``age`` of German credit and bank); they are never masked.
+
+An interval bucket needs a numeric attribute: on a one-hot or coded attribute it is an error naming the bucket.
+A column of the data that the coding does not name is read as it is.
 """
 
 from __future__ import annotations
@@ -35,7 +53,8 @@ import pandas as pd
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, model_serializer, model_validator
 
 from fairmiss._spec import Rate, SafeLabel, _Strict
-from fairmiss.missingness._base import MissingnessError, apply_mask, as_kw, check_columns, tolerance
+from fairmiss.missingness._base import (MissingnessError, RawCoding, apply_mask, as_kw, attribute_columns,
+                                        check_columns, tolerance)
 from fairmiss.missingness.kinds import MISSINGNESS_KINDS
 
 __all__ = ["Bucket", "Condition", "Conditional", "bucket_rows", "conditional"]
@@ -165,28 +184,107 @@ def _buckets(kw: dict) -> tuple[str | None, list[dict]]:
     return cond["column"], [{"values": None, **Bucket.model_validate(b).model_dump()} for b in cond["buckets"]]
 
 
-def _condition_values(X: pd.DataFrame, column: str, group) -> pd.Series:
-    if column in X.columns:
-        return X[column]
-    if column == GROUP:
+_ABSENT = object()
+
+
+def _raw_key(levels, x):
+    """The key of ``levels`` (raw values) that the bucket value ``x`` names (text compared with surrounding blanks
+    ignored, numbers by value), else ``_ABSENT``."""
+    for k in levels:
+        if isinstance(k, str) and isinstance(x, str):
+            if k.strip() == x.strip():
+                return k
+        elif not isinstance(k, str) and not isinstance(x, str) and k == x:
+            return k
+    return _ABSENT
+
+
+def _shown(values) -> str:
+    values = sorted(map(str, values))
+    return f"{values[:20]}{' …' if len(values) > 20 else ''}"
+
+
+def _condition_values(X: pd.DataFrame, column: str, group, raw: RawCoding | None = None, how=None) -> pd.Series:
+    """The condition column's values, rows aligned with ``X``: a coded attribute's column (``how``), a column of
+    the data, the group codes, or a column kept beside the features."""
+    beside = raw.beside if raw is not None else None
+    if beside is not None and len(beside) != len(X):
+        raise MissingnessError(f"the columns beside the features have {len(beside)} rows, the data {len(X)}")
+    col = how.get("column", column) if how is not None else column
+    if col in X.columns:
+        return X[col]
+    if how is None and column == GROUP:
         return pd.Series(np.asarray(group), index=X.index)
-    raise MissingnessError(f"condition.column: '{column}' is not a column of the data (columns: {list(X.columns)}; "
-                           f"'{GROUP}' names the group)")
+    if beside is not None and col in beside.columns:
+        return pd.Series(beside[col].to_numpy(), index=X.index)
+    if how is not None:
+        raise MissingnessError(f"condition.column: '{column}' is coded as column '{col}', which the data do not hold")
+    kept = f", beside them {list(beside.columns)}" if beside is not None else ""
+    raise MissingnessError(f"condition.column: '{column}' is not a column of the data (columns: {list(X.columns)}"
+                           f"{kept}; '{GROUP}' names the group)")
 
 
-def bucket_rows(X: pd.DataFrame, kw, group, *, strict: bool = True) -> list[np.ndarray]:
+def _onehot_rows(X: pd.DataFrame, column: str, levels: dict, buckets: list[dict], strict: bool) -> list[np.ndarray]:
+    """The rows of each ``values`` bucket of a one-hot attribute: those whose block column of a listed value is 1."""
+    out = []
+    for j, b in enumerate(buckets):
+        where = f"condition.buckets.{j}"
+        rows = np.zeros(len(X), dtype=bool)
+        if b["values"] is None:
+            if strict:
+                raise MissingnessError(f"{where}: the interval {Bucket.model_validate(b).describe()} needs a numeric "
+                                       f"column; '{column}' is a one-hot attribute (its values: {_shown(levels)})")
+            out.append(rows)
+            continue
+        for x in b["values"]:
+            key = _raw_key(levels, x)
+            if key is _ABSENT:
+                if strict:
+                    raise MissingnessError(f"{where}.values: {x!r} is not a value of attribute '{column}' "
+                                           f"(its values: {_shown(levels)})")
+                continue
+            col = levels[key]
+            if col not in X.columns:
+                raise MissingnessError(f"{where}.values: {x!r} of attribute '{column}' is the column '{col}', which "
+                                       "the data do not hold")
+            hit = pd.to_numeric(X[col], errors="coerce").to_numpy(dtype=float) == 1
+            if strict and not hit.any():
+                raise MissingnessError(f"{where}.values: {x!r} never occurs in attribute '{column}' (column '{col}' "
+                                       "is never 1)")
+            rows |= hit
+        out.append(rows)
+    return out
+
+
+def bucket_rows(X: pd.DataFrame, kw, group, *, strict: bool = True, raw: RawCoding | None = None) -> list[np.ndarray]:
     """The rows (boolean, positional) of each bucket of a ``conditional`` spec (one bucket, every row, without a
     condition). ``strict``: a ``values`` entry the column never takes, or an interval on a text column, is a
-    :class:`MissingnessError` naming the bucket."""
+    :class:`MissingnessError` naming the bucket. ``raw``: the coding of raw attribute names (module docstring)."""
     kw = as_kw(kw)
     column, buckets = _buckets(kw)
     if column is None:
         return [np.ones(len(X), dtype=bool)]
-    v = _condition_values(X, column, group)
+    how = raw.coding.get(column) if raw is not None else None
+    if how is not None and "onehot" in how:
+        return _onehot_rows(X, column, how["onehot"], buckets, strict)
+    codes = how.get("codes") if how is not None else None
+    v = _condition_values(X, column, group, raw, how)
     out = []
     for j, b in enumerate(buckets):
         where = f"condition.buckets.{j}"
-        if b["values"] is not None:
+        if b["values"] is not None and codes is not None:
+            keys = [_raw_key(codes, x) for x in b["values"]]
+            absent = [x for x, k in zip(b["values"], keys) if k is _ABSENT]
+            if absent and strict:
+                raise MissingnessError(f"{where}.values: {absent[0]!r} is not a value of attribute '{column}' "
+                                       f"(its values: {_shown(codes)})")
+            wanted = [codes[k] for k in keys if k is not _ABSENT]
+            rows = v.isin(wanted).to_numpy()
+            if strict:
+                never = [x for x, k in zip(b["values"], keys) if not v.isin([codes[k]]).any()]
+                if never:
+                    raise MissingnessError(f"{where}.values: {never[0]!r} never occurs in attribute '{column}'")
+        elif b["values"] is not None:
             text = not pd.api.types.is_numeric_dtype(v)
             vv = v.map(lambda x: x.strip() if isinstance(x, str) else x) if text else v
             wanted = [str(x).strip() for x in b["values"]] if text else b["values"]
@@ -195,9 +293,13 @@ def bucket_rows(X: pd.DataFrame, kw, group, *, strict: bool = True) -> list[np.n
                 seen = set(vv.dropna().unique().tolist())
                 absent = [x for x, w in zip(b["values"], wanted) if not vv.isin([w]).any()]
                 if absent:
-                    shown = sorted(map(str, seen))[:20]
                     raise MissingnessError(f"{where}.values: {absent[0]!r} never occurs in column '{column}' "
-                                           f"(its values: {shown}{' …' if len(seen) > 20 else ''})")
+                                           f"(its values: {_shown(seen)})")
+        elif codes is not None:
+            if strict:
+                raise MissingnessError(f"{where}: the interval {Bucket.model_validate(b).describe()} needs a numeric "
+                                       f"column; '{column}' is a coded attribute (its values: {_shown(codes)})")
+            rows = np.zeros(len(X), dtype=bool)
         else:
             num = pd.to_numeric(v, errors="coerce")
             if strict and num.isna().sum() > v.isna().sum():
@@ -211,36 +313,62 @@ def bucket_rows(X: pd.DataFrame, kw, group, *, strict: bool = True) -> list[np.n
     return out
 
 
-def conditional(X: pd.DataFrame, kw, group, rng: np.random.Generator):
+def blocks(X: pd.DataFrame, cols, raw: RawCoding | None = None) -> list[np.ndarray]:
+    """The positions in ``X`` of each listed attribute's columns (one column, or a one-hot block of ``raw``)."""
+    out, owner = [], {}
+    for c in cols:
+        names = attribute_columns(c, X.columns, raw)
+        check_columns(X, names)
+        for n in names:
+            if n in owner:
+                raise MissingnessError(f"columns: '{c}' and '{owner[n]}' both stand for column '{n}'")
+            owner[n] = c
+        out.append(np.array([X.columns.get_loc(n) for n in names], dtype=int))
+    return out
+
+
+def conditional(X: pd.DataFrame, kw, group, rng: np.random.Generator, raw: RawCoding | None = None):
     """Draw a ``conditional`` spec (see the module docstring): ``(X masked, mask)``."""
     kw = as_kw(kw)
     cols = list(kw["columns"])
-    check_columns(X, cols)
-    pos = np.array([X.columns.get_loc(c) for c in cols])
+    pos = blocks(X, cols, raw)
     _, buckets = _buckets(kw)
     M = np.zeros(X.shape, dtype=bool)
-    for rows, b in zip(bucket_rows(X, kw, group), buckets):
+    for rows, b in zip(bucket_rows(X, kw, group, raw=raw), buckets):
         idx = np.flatnonzero(rows)
         if kw.get("unit", "rows") == "rows":
             k = int(len(idx) * b["rate"])
             chosen = rng.choice(idx, size=k, replace=False)
-            M[chosen, pos[rng.integers(len(cols), size=k)]] = True
+            which = rng.integers(len(cols), size=k)
+            for j, p in enumerate(pos):
+                M[np.ix_(chosen[which == j], p)] = True
         else:
-            M[np.ix_(idx, pos)] = rng.random((len(idx), len(cols))) < b["rate"]
+            hit = rng.random((len(idx), len(cols))) < b["rate"]
+            for j, p in enumerate(pos):
+                M[np.ix_(idx[hit[:, j]], p)] = True
     return apply_mask(X, pd.DataFrame(M, index=X.index, columns=X.columns))
 
 
-def build(X: pd.DataFrame, kw, *, group, rng: np.random.Generator):
-    return conditional(X, kw, group, rng)
+def build(X: pd.DataFrame, kw, *, group, rng: np.random.Generator, raw: RawCoding | None = None):
+    return conditional(X, kw, group, rng, raw=raw)
 
 
-def check(mask: pd.DataFrame, kw, group, *, original) -> list[str]:
+def check(mask: pd.DataFrame, kw, group, *, original, raw: RawCoding | None = None) -> list[str]:
     kw = as_kw(kw)
     cols = list(kw["columns"])
-    M = mask[cols].to_numpy(dtype=bool)
+    full = mask.to_numpy(dtype=bool)
+    pos = blocks(mask, cols, raw)
+    problems = []
+    for c, p in zip(cols, pos):
+        part = full[:, p].any(axis=1) & ~full[:, p].all(axis=1)
+        if part.any():
+            problems.append(f"attribute '{c}': {int(part.sum())} rows with only part of its one-hot block blanked "
+                            "(a block is blanked whole)")
+    M = np.column_stack([full[:, p].all(axis=1) for p in pos])  # one blanked value per blanked attribute
+    listed = np.concatenate(pos)
     _, buckets = _buckets(kw)
-    problems, covered = [], np.zeros(len(mask), dtype=bool)
-    for j, (rows, b) in enumerate(zip(bucket_rows(original, kw, group, strict=False), buckets)):
+    covered = np.zeros(len(mask), dtype=bool)
+    for j, (rows, b) in enumerate(zip(bucket_rows(original, kw, group, strict=False, raw=raw), buckets)):
         covered |= rows
         n, p, sub = int(rows.sum()), b["rate"], M[rows]
         where = f"bucket {j}" if kw.get("condition") else "all rows"
@@ -252,8 +380,9 @@ def check(mask: pd.DataFrame, kw, group, *, original) -> list[str]:
             for c, realised in zip(cols, sub.mean(axis=0) if n else np.zeros(len(cols))):
                 if abs(realised - p) > tolerance(p, n):
                     problems.append(f"{where}, column '{c}': realised missing rate {realised:.3f} vs configured {p}")
-    if M[~covered].any():
-        problems.append(f"{int(M[~covered].sum())} cells blanked in rows outside every bucket")
+    outside = full[~covered][:, listed]
+    if outside.any():
+        problems.append(f"{int(outside.sum())} cells blanked in rows outside every bucket")
     return problems
 
 
@@ -267,4 +396,4 @@ def reads(kw) -> list[str]:
 
 
 MISSINGNESS_KINDS.register("conditional", Conditional, build, check=check, columns=columns, reads=reads,
-                           needs=("original",))
+                           needs=("original", "raw"))

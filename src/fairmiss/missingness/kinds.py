@@ -17,8 +17,10 @@ only look kinds up here.
   label); without it, the keys of ``kw["rates"]`` or ``kw["columns"]``;
 * ``reads`` flag — ``reads(kw) -> list`` of the columns the kind reads to decide what to mask (not masked
   itself: the condition column of ``conditional``); the config loader checks they are features;
-* ``needs`` flag — a tuple of ``"label"``, ``"test_rows"``, ``"original"``, ``"masked"``: ``inject``
-  passes the label / test rows, the gate all four, as keyword arguments (without them they raise);
+* ``needs`` flag — a tuple of ``"label"``, ``"test_rows"``, ``"original"``, ``"masked"``, ``"raw"``: ``inject``
+  passes the label / test rows, the gate all four, as keyword arguments (without them they raise); ``raw``,
+  the table's raw coding (:class:`~fairmiss.missingness._base.RawCoding`), reaches build and gate, ``None``
+  when the table has none;
 * ``resolve`` flag — ``resolve(kw) -> kw`` of another kind that draws and checks it (``preset`` resolves to
   ``mcar_group``);
 * ``by_group`` flag — the kind configures rates per group.

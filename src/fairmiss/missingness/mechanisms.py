@@ -27,7 +27,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from fairmiss.missingness._base import MissingnessError, as_kw, mask_summary
+from fairmiss.missingness._base import MissingnessError, RawCoding, as_kw, attribute_columns, mask_summary
 from fairmiss.missingness.ampute import ampute, pattern_table  # noqa: F401  (re-exported)
 from fairmiss.missingness.kinds import MISSINGNESS_KINDS
 from fairmiss.missingness.mar import mar_logistic, mar_rank, rank_probabilities  # noqa: F401  (re-exported)
@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "PRESETS",
     "MissingnessError",
+    "RawCoding",
     "mcar",
     "mcar_group",
     "mar_logistic",
@@ -49,6 +50,7 @@ __all__ = [
     "ampute",
     "masked_columns",
     "read_columns",
+    "table_columns",
     "inject",
     "mask_summary",
     "check_mask",
@@ -92,28 +94,44 @@ def read_columns(spec) -> list[str]:
     return list(entry.flags["reads"](kw)) if entry is not None and entry.flags.get("reads") else []
 
 
+#: context a kind may declare that the caller may leave out (``None``): the raw coding of a coded table
+OPTIONAL = ("raw",)
+
+
 def _context(kind: str, needs, ctx: dict) -> dict:
     """The context a kind declared it needs (``needs`` flag): ``label`` (the label of every row),
-    ``test_rows`` (boolean, the split's test rows), for the gate also ``original`` / ``masked``."""
+    ``test_rows`` (boolean, the split's test rows), for the gate also ``original`` / ``masked``; ``raw`` (a
+    :class:`~fairmiss.missingness._base.RawCoding`, or ``None`` for a table that is not coded)."""
     out = {}
     for k in needs:
-        if ctx.get(k) is None:
+        if ctx.get(k) is None and k not in OPTIONAL:
             raise MissingnessError(f"missingness kind '{kind}' needs the {k.replace('_', ' ')} "
                                    "(run it through fairmiss.pipeline.make_split)")
-        out[k] = ctx[k]
+        out[k] = ctx.get(k)
+    return out
+
+
+def table_columns(spec, columns, raw: RawCoding | None = None) -> list[str]:
+    """The columns of a table (``columns``) that a spec may mask: its :func:`masked_columns`, a raw attribute of
+    ``raw`` (module :mod:`~fairmiss.missingness.conditional`) as the columns that stand for it."""
+    out = []
+    for c in masked_columns(spec):
+        out += [t for t in attribute_columns(c, columns, raw) if t not in out]
     return out
 
 
 def inject(X: pd.DataFrame, spec, *, group: np.ndarray, rng: np.random.Generator, protected=(), label=None,
-           test_rows=None):
+           test_rows=None, raw: RawCoding | None = None):
     """Apply a missingness spec (config model or dict from :func:`resolve`) with its kind's build function.
 
     ``protected`` names columns that must never be masked (the group and the label): a spec that
     lists one raises :class:`MissingnessError` before anything is drawn. ``label`` (the label of every
     row) and ``test_rows`` (boolean, the split's test rows) are passed to kinds that declare them
-    in their ``needs`` flag (label-driven missingness, train/test shift); the label is never masked."""
+    in their ``needs`` flag (label-driven missingness, train/test shift); the label is never masked.
+    ``raw``: how a coded table stands for the raw attributes a spec may name (its one-hot blocks and codes, and
+    the columns kept beside the features), passed to the kinds that declare ``raw`` (``conditional``)."""
     kw = resolve(spec)
-    bad = sorted(set(masked_columns(kw)) & set(protected))
+    bad = sorted((set(masked_columns(kw)) | set(table_columns(kw, X.columns, raw))) & set(protected))
     if bad:
         raise MissingnessError(f"missingness would mask protected column(s) {bad} "
                                "(the group and the label are never masked)")
@@ -121,27 +139,35 @@ def inject(X: pd.DataFrame, spec, *, group: np.ndarray, rng: np.random.Generator
     entry = _entry(kind)
     if entry is None:
         raise MissingnessError(f"unknown missingness kind '{kind}'")
-    ctx = _context(kind, [n for n in entry.flags.get("needs", ()) if n in ("label", "test_rows")],
-                   {"label": label, "test_rows": test_rows})
+    if raw is not None and "raw" not in entry.flags.get("needs", ()):
+        coded = [c for c in masked_columns({**kw, "kind": kind}) if attribute_columns(c, X.columns, raw) != [c]]
+        if coded:
+            raise MissingnessError(f"missingness kind '{kind}' masks columns of the table; '{coded[0]}' is a raw "
+                                   f"attribute coded as {attribute_columns(coded[0], X.columns, raw)} (kind "
+                                   "conditional masks raw attributes)")
+    ctx = _context(kind, [n for n in entry.flags.get("needs", ()) if n in ("label", "test_rows", "raw")],
+                   {"label": label, "test_rows": test_rows, "raw": raw})
     return entry.build(X, kw, group=group, rng=rng, **ctx)
 
 
 def check_mask(mask: pd.DataFrame, spec, group: np.ndarray, *, original: pd.DataFrame, masked: pd.DataFrame,
-               label=None, test_rows=None) -> list[str]:
+               label=None, test_rows=None, raw: RawCoding | None = None) -> list[str]:
     """Return a list of problems (empty when the injection is valid).
 
     The kind's gate (its ``check`` flag) first: the built-in ones check realised P(M|S=s) against configured
     rates within 4 binomial standard errors (+1/n), or exactly ⌊n_s p_s⌋ in fixed-count modes. Then, for
     every kind: columns other than its :func:`masked_columns` untouched, observed entries unchanged.
-    ``label`` / ``test_rows`` reach the gates that declare them (``needs``).
+    ``label`` / ``test_rows`` / ``raw`` reach the gates that declare them (``needs``); with ``raw`` a masked raw
+    attribute lists the columns that stand for it (its one-hot block).
     """
     problems = []
     kw = resolve(spec)
-    listed = set(masked_columns(kw))
+    listed = set(table_columns(kw, mask.columns, raw))
     entry = _entry(kw["kind"])
     if entry is not None and entry.flags.get("check"):
         ctx = _context(kw["kind"], entry.flags.get("needs", ()),
-                       {"label": label, "test_rows": test_rows, "original": original, "masked": masked})
+                       {"label": label, "test_rows": test_rows, "original": original, "masked": masked,
+                        "raw": raw})
         problems += entry.flags["check"](mask, kw, group, **ctx)
     untouched = [c for c in mask.columns if c not in listed and mask[c].any()]
     if untouched:

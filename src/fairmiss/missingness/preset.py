@@ -3,7 +3,10 @@
 A paper-000 preset resolves to an ``mcar_group`` spec (its ``resolve`` flag), which draws and checks it;
 ``mode`` overrides the preset's own mode unless left at ``bernoulli``. The Shades-of-Null suite's scenarios
 (``son_<dataset>_<mcar|mar|mnar><level>``, ``son_<dataset>_mixed``, read from ``son_scenarios.yaml`` beside
-this module) resolve to ``conditional`` / ``compose`` specs; ``mode`` does not apply to them.
+this module) resolve to ``conditional`` / ``compose`` specs; ``mode`` does not apply to them. They name the raw
+files' columns and run on the registered tables of :mod:`fairmiss.datasets.son` too, through each table's raw
+coding (one-hot blocks, codes, the protected attributes kept beside the features; see
+:mod:`fairmiss.missingness.conditional`).
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ def _one_test(kw: dict) -> None:
                                "(Shift.scenarios; the config's cells do so)")
 
 
-def build(X: pd.DataFrame, kw: dict, *, group, rng: np.random.Generator, label, test_rows):
+def build(X: pd.DataFrame, kw: dict, *, group, rng: np.random.Generator, label, test_rows, raw=None):
     _one_test(kw)
     t = _rows(test_rows, len(X))
     group, label = np.asarray(group), np.asarray(label)
@@ -185,7 +185,7 @@ def build(X: pd.DataFrame, kw: dict, *, group, rng: np.random.Generator, label, 
         if not sel.any():
             continue
         _, m = inject(X.iloc[sel], sub_spec(kw[part], part), group=group[sel], rng=rng, label=label[sel],
-                      test_rows=np.zeros(int(sel.sum()), dtype=bool))
+                      test_rows=np.zeros(int(sel.sum()), dtype=bool), raw=raw.take(sel) if raw is not None else None)
         M[np.flatnonzero(sel)] = m.to_numpy(dtype=bool)  # positional: the index may repeat labels
     mask = pd.DataFrame(M, index=X.index, columns=X.columns)
     masked = X.copy()
@@ -195,7 +195,7 @@ def build(X: pd.DataFrame, kw: dict, *, group, rng: np.random.Generator, label, 
     return masked, mask
 
 
-def check(mask: pd.DataFrame, kw: dict, group, *, label, test_rows, original, masked) -> list[str]:
+def check(mask: pd.DataFrame, kw: dict, group, *, label, test_rows, original, masked, raw=None) -> list[str]:
     _one_test(kw)
     t = _rows(test_rows, len(mask))
     group, label = np.asarray(group), np.asarray(label)
@@ -204,9 +204,10 @@ def check(mask: pd.DataFrame, kw: dict, group, *, label, test_rows, original, ma
         if sel.any():
             problems += [f"{part} rows: {p}" for p in check_mask(
                 mask.iloc[sel], sub_spec(kw[part], part), group[sel], original=original.iloc[sel],
-                masked=masked.iloc[sel], label=label[sel], test_rows=np.zeros(int(sel.sum()), dtype=bool))]
+                masked=masked.iloc[sel], label=label[sel], test_rows=np.zeros(int(sel.sum()), dtype=bool),
+                raw=raw.take(sel) if raw is not None else None)]
     return problems
 
 
 MISSINGNESS_KINDS.register("shift", Shift, build, check=check, columns=columns,
-                           needs=("label", "test_rows", "original", "masked"))
+                           needs=("label", "test_rows", "original", "masked", "raw"))

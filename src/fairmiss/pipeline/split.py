@@ -12,7 +12,8 @@ from fairmiss.datasets.prepare import Processed  # noqa: F401  (annotations)
 from fairmiss.config import ExperimentConfig
 from fairmiss.config.experiment import missingness_label
 from fairmiss.datasets.validate import check_groups
-from fairmiss.missingness.mechanisms import MissingnessError, check_mask, inject, mask_summary, masked_columns
+from fairmiss.missingness.mechanisms import (MissingnessError, RawCoding, check_mask, inject, mask_summary,
+                                             masked_columns)
 from fairmiss.seeds import derive_seed
 from fairmiss.missingness.splits import split_indices
 
@@ -67,16 +68,33 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
         raise MissingnessError(f"missingness '{mlabel}' would mask the group or the label")
     test_rows = np.zeros(len(df), dtype=bool)
     test_rows[te] = True
-    # the label and the test rows reach kinds that need them (label-driven missingness, train/test shift)
+    # the label and the test rows reach kinds that need them (label-driven missingness, train/test shift), the
+    # table's raw coding those that read raw attribute names (conditional)
+    raw = raw_coding(data)
     Xm, mask = inject(X, miss_spec, group=s, rng=np.random.default_rng(seeds["missingness"]),
-                      protected=(data.group, data.label), label=y, test_rows=test_rows)
-    problems = check_mask(mask, miss_spec, s, original=X, masked=Xm, label=y, test_rows=test_rows)
+                      protected=(data.group, data.label), label=y, test_rows=test_rows, raw=raw)
+    problems = check_mask(mask, miss_spec, s, original=X, masked=Xm, label=y, test_rows=test_rows, raw=raw)
     if problems:
         raise MissingnessError(f"missingness '{mlabel}' failed validation: " + "; ".join(problems))
     all_missing = [c for c in Xm.columns if Xm[c].iloc[tr].isna().all()]
     if all_missing:
         logger.warning("split %d, %s: columns entirely missing in train: %s", split_index, mlabel, all_missing)
     return SplitData(split_index, mlabel, tr, te, Xm, mask_summary(mask, s), seeds)
+
+
+def raw_coding(data: Processed) -> RawCoding | None:
+    """How the dataset's table codes the raw file's attributes (its variant's ``raw_coding``) with the table's
+    columns beside the features (the group, the kept protected attributes); ``None`` for a table without one."""
+    from fairmiss.datasets import get_variant
+
+    try:
+        coding = get_variant(data.dataset).raw_coding
+    except KeyError:  # data the registry of this process does not know
+        return None
+    if not coding:
+        return None
+    df = data.df
+    return RawCoding(coding, df.drop(columns=[c for c in (*data.features, data.label) if c in df.columns]))
 
 
 def split_rows(cfg: ExperimentConfig, data: Processed, split_index: int) -> tuple[np.ndarray, np.ndarray]:
