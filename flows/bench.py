@@ -26,7 +26,8 @@ def plan_lines(suite) -> list[str]:
     """What a suite computes: datasets × scenarios × candidates × splits = cells, per dataset and in total."""
     n_sc, n_c, n_sp = len(suite.scenarios), len(suite.candidates), suite.spec.splits.n_splits
     total = sum(len(cfg.cells()) for _, _, cfg in suite.configs)
-    lines = [f"suite {suite.name} ({suite.source}): {len(suite.datasets)} datasets × {n_sc} scenarios × {n_c} "
+    n_ds = len(suite.datasets)
+    lines = [f"suite {suite.name} ({suite.source}): {n_ds} dataset{'' if n_ds == 1 else 's'} × {n_sc} scenarios × {n_c} "
              f"candidates × {n_sp} splits = {total} cells"]
     width = max(len(n) for n in suite.datasets)
     for name, raw, cfg in suite.configs:
@@ -282,7 +283,7 @@ def summary_lines(rows, suite) -> list[str]:
     for metric, direction in suite.rank_by.items():
         ov = rows[(rows["dataset"] == "overall") & (rows["metric"] == metric)].sort_values("rank", kind="stable")
         lines.append(f"\n{metric} ({'higher' if direction == 'max' else 'lower'} is better): mean rank over "
-                     f"{len(suite.datasets)} datasets × {len(suite.scenarios)} scenarios [95 % bootstrap interval]")
+                     f"{len(suite.datasets)} dataset{'' if len(suite.datasets) == 1 else 's'} × {len(suite.scenarios)} scenarios [95 % bootstrap interval]")
         for _, r in ov.iterrows():
             lines.append(f"  {r['rank']:5.2f} [{r['rank_low']:.1f}, {r['rank_high']:.1f}]  {r['candidate']}")
         blocks = rows[(rows["dataset"] != "overall") & (rows["metric"] == metric)]

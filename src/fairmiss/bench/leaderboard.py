@@ -186,7 +186,8 @@ def render_html(rows: pd.DataFrame, doc: dict) -> str:
         blocks = list(dict.fromkeys(zip(m["dataset"], m["scenario"])))
         scale = float(np.nanmax(np.abs(m["diff_vs_reference"].to_numpy(dtype=float)))) if len(m) else 0.0
         out.append(f"<table class='heat' data-metric='{e(metric)}'><caption>Paired difference to {e(ref)} in "
-                   f"{e(metric)}, mean over splits [95 % interval]; * = the interval excludes 0</caption><tr>"
+                   f"{e(metric)}, mean over splits [95 % interval]; * = the interval excludes 0 (only those cells are "
+                   "coloured: green better, red worse)</caption><tr>"
                    "<th class='l'>candidate</th>" + "".join(f"<th>{e(d)}<br>{e(s)}</th>" for d, s in blocks)
                    + "</tr>")
         for cand in doc["candidates"]:
@@ -200,7 +201,9 @@ def render_html(rows: pd.DataFrame, doc: dict) -> str:
                 star = "*" if r["differs_from_reference"] else ""
                 txt = "reference" if cand == ref else \
                     f"{r['diff_vs_reference']:+.3f}{star}<br>[{_fmt(r['diff_ci_low'])}, {_fmt(r['diff_ci_high'])}]"
-                color = _heat_color(r["diff_vs_reference"], scale, direction == "max")
+                # coloured only where the splits show a difference: a pale cell is a tie, however large its mean
+                color = _heat_color(r["diff_vs_reference"], scale, direction == "max") \
+                    if r["differs_from_reference"] else "#ffffff"
                 tds.append(f"<td class='heat' style='background:{color}'>{txt}</td>")
             out.append(f"<tr><td class='l'>{e(cand)}</td>{''.join(tds)}</tr>")
         out.append("</table>")
