@@ -160,3 +160,18 @@ def test_a_swept_learner_is_one_candidate_per_point_and_one_front():
     assert s.candidates == ["median+lr", "median+eg,eps=0.01", "median+eg,eps=0.1"]
     assert {candidate_family(c) for c in s.candidates} == {"median+lr", "median+eg"}
     assert [len(cfg.cells()) for _, _, cfg in s.configs] == [2 * 3 * 10] * 2
+
+
+@pytest.mark.parametrize("path", sorted((PARAMS / "suites").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_suite_and_its_quick_version_expand(path):
+    for quick in (False, True):
+        s = load_suite(path, quick=quick)
+        assert s.reference in s.candidates
+        for _, raw, cfg in s.configs:
+            assert cfg.cells() and raw["tracking"]["experiment_name"].startswith("bench-")
+
+
+def test_son_german_draws_the_suites_presets_on_the_registered_table():
+    s = load_suite(PARAMS / "suites" / "son_german.yaml")
+    assert s.datasets == ["german_son"] and len(s.scenarios) == 4 and len(s.candidates) == 10
+    assert [len(cfg.cells()) for _, _, cfg in s.configs] == [4 * 10 * 10]
