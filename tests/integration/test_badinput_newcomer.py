@@ -236,3 +236,25 @@ def test_every_docs_page_is_in_the_navigation():
     nav = set(pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]))
     built = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
     assert built - nav == set(), sorted(built - nav)
+
+
+#: a learner's sweep in an experiment config: each malformed form is one line naming the entry and the parameter,
+#: from `validate` and from `run` (nothing written)
+SWEEP_CASES = [
+    BadInput(f"sweep-{cmd}-{name}", [cmd, X], [X, *expect],
+             files={X: mutate_keys("compas_default.yaml", {"learners": [{"kind": "logistic_regression", "name": "lr",
+                                                                         **entry}]}, small=True)})
+    for cmd in ("validate", "run")
+    for name, entry, expect in [
+        ("empty", {"sweep": {"C": []}}, ["learners.0.sweep.C", "non-empty list"]),
+        ("unknown-parameter", {"sweep": {"depth": [1, 2]}}, ["learners.0.sweep.depth", "has no parameter 'depth'"]),
+        ("also-outside", {"C": 1.0, "sweep": {"C": [0.5]}}, ["learners.0.sweep.C", "also given outside the sweep"]),
+        ("not-a-mapping", {"sweep": [0.1, 1.0]}, ["learners.0.sweep", "a mapping"]),
+        ("wrong-type", {"sweep": {"C": ["high"]}}, ["learners", "C"]),
+    ]
+]
+
+
+@pytest.mark.parametrize("case", SWEEP_CASES, ids=lambda c: c.id)
+def test_bad_sweeps(case, tmp_path):
+    check(case, tmp_path)
