@@ -18,7 +18,7 @@ import pandas as pd
 
 from fairmiss.reporting.pareto import nondominated_mask
 
-__all__ = ["front_from_cells", "front_from_summary", "format_front", "plot_front"]
+__all__ = ["front_from_cells", "front_from_summary", "format_front", "plot_front", "point_labels"]
 
 COLUMNS = ["missingness", "method", "accuracy_mean", "accuracy_se", "gap_mean", "gap_se", "n_splits", "on_front"]
 
@@ -99,9 +99,20 @@ def _bars(d: pd.DataFrame, stem: str):
     return bars.fillna(0) if isinstance(bars, pd.Series) else bars
 
 
+def point_labels(g: pd.DataFrame, digits: int = 4) -> list[tuple[float, float, str]]:
+    """One label per distinct point of a front's panel: methods whose means coincide (to ``digits`` decimals, e.g.
+    two imputers a tree never splits on) share one point and one label naming each of them, instead of labels
+    drawn over each other."""
+    out: dict[tuple, list[str]] = {}
+    for _, r in g.iterrows():
+        key = (round(float(r["gap_mean"]), digits), round(float(r["accuracy_mean"]), digits))
+        out.setdefault(key, []).append(str(r["method"]))
+    return [(x, y, ", ".join(names)) for (x, y), names in out.items()]
+
+
 def plot_front(front: pd.DataFrame, path, metric: str, *, title: str = "") -> Path:
-    """Accuracy vs gap with SE bars (a one-split method: its bootstrap interval), every point labelled with its method, the front drawn as a line; one panel
-    per missingness."""
+    """Accuracy vs gap with SE bars (a one-split method: its bootstrap interval), every point labelled with its
+    methods (coinciding points once, :func:`point_labels`), the front drawn as a line; one panel per missingness."""
     from matplotlib.figure import Figure
 
     from fairmiss.reporting.plots import save_figure
@@ -119,9 +130,8 @@ def plot_front(front: pd.DataFrame, path, metric: str, *, title: str = "") -> Pa
                         alpha=alpha, capsize=2, ms=5, label="on the front" if on else "dominated")
         f = g[g["on_front"]].sort_values("gap_mean")
         ax.plot(f["gap_mean"], f["accuracy_mean"], "-", color="C0", lw=1.2)
-        for _, r in g.iterrows():
-            ax.annotate(str(r["method"]), (r["gap_mean"], r["accuracy_mean"]), xytext=(3, 3),
-                        textcoords="offset points", fontsize=7)
+        for x, y, text in point_labels(g):
+            ax.annotate(text, (x, y), xytext=(3, 3), textcoords="offset points", fontsize=7)
         ax.set_xlabel(metric.replace("_", " ") + " (lower is fairer)")
         ax.set_ylabel("accuracy")
         ax.set_title(f"{title} — {miss}" if title else str(miss))
