@@ -396,6 +396,14 @@ def _cmd_serve(args) -> int:
         os.environ["PREFECT_API_URL"] = st.api_url  # before Prefect is imported: its settings are read then
         print(f"Prefect server {'started' if new else 'running'} at {st.url} (dashboard and schedules there; "
               f"`fairmiss server stop` stops it)")
+    # one console for `serve` and `run`: fairmiss's "HH:MM:SS message", with the flow run's name (several
+    # scheduled runs may share the console) instead of Prefect's "HH:MM:SS.mmm | INFO    | Flow run 'x' - message";
+    # set before Prefect is imported (it reads its logging settings then; the runs' subprocesses inherit them),
+    # and only where the user has not set them
+    for key, fmt in (("STANDARD_FMT", "%(asctime)s %(message)s"),
+                     ("STANDARD_FLOW_RUN_FMT", "%(asctime)s %(flow_run_name)s · %(message)s"),
+                     ("STANDARD_TASK_RUN_FMT", "%(asctime)s %(task_run_name)s · %(message)s")):
+        os.environ.setdefault(f"PREFECT_LOGGING_FORMATTERS_{key}", fmt)
     from flows.errors import _one_line, quiet_prefect_console
     from flows.serve import build_deployments, serve
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import re
 import subprocess
 import sys
 import time
@@ -92,6 +93,9 @@ def test_interval_schedule_fires_on_the_local_server(tmp_path):
         console = (tmp_path / "serve.log").read_text()
         assert "Task run '" not in console and "Finished in state Completed()" not in console, console[-4000:]
         assert "Warning:" not in console, console[-4000:]
+        # and its format: "HH:MM:SS <flow run> · [1/1] …", not Prefect's "HH:MM:SS.mmm | INFO    | Flow run '…' - …"
+        assert " | INFO    | " not in console, console[-4000:]
+        assert re.search(r"^\d\d:\d\d:\d\d \S+ · \[1/1\] ", console, re.M), console[-4000:]
     finally:
         proc.terminate()
         try:
