@@ -128,7 +128,8 @@ def check_table(cfg, data, source: str | None = None) -> None:
     """The run's checks of its built table, before anything is written: ``extra_groups`` columns, learners
     defined for two groups, the k-NN imputers' ``n_neighbors`` against the first split's rows (the flow checks
     every split's, :func:`fairmiss.pipeline.make_split`), ``min_group_size`` against each split's test rows,
-    and the import-path estimators (:func:`smoke_fit`). Groups with few test rows and no ``min_group_size`` get
+    every missingness scenario on the first split (:func:`check_missingness`) and the import-path estimators
+    (:func:`smoke_fit`). Groups with few test rows and no ``min_group_size`` get
     a warning naming them."""
     from fairmiss import pipeline
 
@@ -141,7 +142,30 @@ def check_table(cfg, data, source: str | None = None) -> None:
     if train is not None:
         pipeline.check_knn_rows(cfg, data.df[data.group].to_numpy(), train, test, source=source)
         check_group_sizes(cfg, data, source)
+        check_missingness(cfg, data, source)
     smoke_fit(cfg, data, source)
+
+
+def check_missingness(cfg, data, source: str | None = None) -> None:
+    """Every missingness scenario drawn and gated on the first split, as the flow's split step does it: what only
+    the data can refuse — a bucket value the condition column never takes, a rate a bucket cannot give, a column
+    the raw coding does not know — is a :class:`~fairmiss.config.ConfigError` naming the scenario, before
+    anything is written (the flow draws every split again)."""
+    from fairmiss import pipeline
+    from fairmiss.config import ConfigError
+    from fairmiss.config.experiment import missingness_label
+    from fairmiss.missingness.mechanisms import MissingnessError
+
+    seen = set()
+    for cell in cfg.cells():
+        label = missingness_label(cell.missingness)
+        if cell.split_index != 0 or label in seen:
+            continue
+        seen.add(label)
+        try:
+            pipeline.make_split(cfg, data, 0, cell.missingness)
+        except MissingnessError as exc:
+            raise ConfigError(f"{source + ': ' if source else ''}missingness '{label}': {exc}") from None
 
 
 def check_group_sizes(cfg, data, source: str | None = None) -> None:

@@ -258,3 +258,39 @@ SWEEP_CASES = [
 @pytest.mark.parametrize("case", SWEEP_CASES, ids=lambda c: c.id)
 def test_bad_sweeps(case, tmp_path):
     check(case, tmp_path)
+
+
+def _own_conditional(bucket: dict) -> str:
+    cfg = yaml.safe_load((EXAMPLE / "credit.yaml").read_text())
+    cfg["dataset"]["file"] = "own.csv"
+    cfg["missingness"] = [{"kind": "conditional", "name": "cond", "columns": ["duration_months"],
+                           "condition": {"column": "installment_rate", "buckets": [bucket]}}]
+    return dump(cfg)
+
+
+def _german_son_conditional() -> str:
+    return dump({"experiment": "son_bad", "seed": 1, "dataset": {"name": "german_son"}, "split": {"n_splits": 1},
+                 "missingness": [{"kind": "conditional", "name": "cond", "columns": ["savings-account"],
+                                  "condition": {"column": "checking-account",
+                                                "buckets": [{"values": ["no acount"], "rate": 0.2}]}}],
+                 "imputers": [{"kind": "median"}], "learners": [{"kind": "logistic_regression"}],
+                 "tracking": {"log_models": False}})
+
+
+#: what only the data can refuse in a missingness scenario (a bucket value the condition column never takes) is
+#: refused by `validate`, and by `run` before processed/ or anything else is written
+DATA_MISSINGNESS_CASES = [
+    BadInput(f"conditional-bucket-value-never-taken-own-{cmd}", [cmd, X],
+             [X, "missingness 'cond'", "condition.buckets.0.values", "9"],
+             files={X: _own_conditional({"values": [9], "rate": 0.2}), "own.csv": (EXAMPLE / "credit.csv").read_text()})
+    for cmd in ("validate", "run")
+] + [
+    BadInput(f"conditional-bucket-value-never-taken-registered-{cmd}", [cmd, X],
+             [X, "missingness 'cond'", "'no acount' is not a value of"], files={X: _german_son_conditional()})
+    for cmd in ("validate", "run")
+]
+
+
+@pytest.mark.parametrize("case", DATA_MISSINGNESS_CASES, ids=lambda c: c.id)
+def test_missingness_the_data_refuses(case, tmp_path):
+    check(case, tmp_path)
