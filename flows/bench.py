@@ -302,35 +302,24 @@ def compare_suite(path: str, *, quick: bool = False, metric: str | None = None, 
     latest leaderboard run (experiment ``bench-suites``; ``run``: another of its runs) — each dataset's parent
     run named by its ``bench.run.<dataset>`` tag — and, for swept learners, their fronts compared at fixed gap
     levels. Raises :class:`~fairmiss.config.ConfigError` when the store holds no leaderboard of the suite."""
-    from mlflow import MlflowClient
-
     from fairmiss.bench import load_suite
     from fairmiss.bench.stats import fronts_at_gaps
     from fairmiss.config import ConfigError
     from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
     from fairmiss.tracking import DEFAULT_URI, read_cell_runs, store_location
-    from fairmiss.tracking.models import _check_readable_store
+    from fairmiss.tracking.models import latest_tagged_run
 
     import pandas as pd
 
     suite = load_suite(path, quick=quick)
     uri = uri or suite.spec.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
     metric = metric or next((m for m, d in suite.rank_by.items() if d == "min"), None) or suite.spec.fairness_metric
-    _check_readable_store(uri)
-    client = MlflowClient(uri)
-    exp = client.get_experiment_by_name(SUITE_EXPERIMENT)
-    if run:
-        found = [client.get_run(run)] if exp else []
-        if found and found[0].data.tags.get("bench.suite") != suite.name:
+    board = latest_tagged_run(uri, SUITE_EXPERIMENT, {"bench.suite": suite.name}, run_id=run)
+    if board is None:
+        if run:
             raise ConfigError(f"--run {run}: not a leaderboard run of suite {suite.name}")
-    else:
-        found = client.search_runs([exp.experiment_id], filter_string=f"tags.`bench.suite` = '{suite.name}' and "
-                                   "attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"],
-                                   max_results=1) if exp else []
-    if not found:
         raise ConfigError(f"MLflow store {store_location(uri)}: no leaderboard of suite {suite.name} (experiment "
                           f"{SUITE_EXPERIMENT}); run `fairmiss bench {path}{' --quick' if quick else ''}` first")
-    board = found[0]
     print(f"suite {suite.name}: leaderboard run {board.info.run_id} ({board.data.tags.get('bench.date', '')}) in "
           f"{store_location(uri)}; accuracy against {metric}, mean ± SE over splits; * = on the front")
     for name, raw, cfg in suite.configs:

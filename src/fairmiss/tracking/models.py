@@ -245,3 +245,24 @@ _GLOBAL_URI_LOCK = threading.Lock()
 # the mlflow_model learner loads deployed models through this module, by way of a leaf hook (no import of the
 # learner stack here: the writer process opens its store without scikit-learn)
 set_model_loader(load_logged_model)
+
+
+def latest_tagged_run(uri: str, experiment_name: str, tags: dict[str, str], run_id: str | None = None):
+    """The newest FINISHED run of ``experiment_name`` carrying every tag of ``tags`` (MLflow's run search), or the
+    run ``run_id`` when given (``None`` when it lacks one of those tags); ``None`` when there is none or the
+    experiment does not exist. Read-only: nothing is created."""
+    _check_readable_store(uri)
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment_name)
+    if exp is None:
+        return None
+    if run_id:
+        try:
+            run = client.get_run(run_id)
+        except MlflowException:
+            raise ConfigError(f"MLflow store {store_location(uri)}: no run '{run_id}'") from None
+        return run if all(run.data.tags.get(k) == v for k, v in tags.items()) else None
+    flt = " and ".join([f"tags.`{k}` = '{v}'" for k, v in tags.items()] + ["attributes.status = 'FINISHED'"])
+    found = client.search_runs([exp.experiment_id], filter_string=flt, order_by=["attributes.start_time DESC"],
+                               max_results=1)
+    return found[0] if found else None
