@@ -351,7 +351,7 @@ def _cmd_validate(args) -> int:
         if _has_quick(args.config):  # the small version `run --quick` builds must be valid too
             load_study_config(args.config, quick=True)
         if hasattr(cfg, "cells"):  # the table's checks `run` makes before writing (raw files here; writes nothing)
-            from flows.run import check_data
+            from flows.checks import check_data
 
             check_data(cfg, None, "processed", source=str(args.config), write=False)
         what = f"{len(cfg.cells())} cells" if hasattr(cfg, "cells") else f"study {cfg.study}"
@@ -561,22 +561,16 @@ def _cmd_ui(args) -> int:
     any directory, prints that server's URL and the runs pages and exits at once (0.3 s, against the 12-15 s an
     MLflow server takes to start on 2 cores) instead of failing on a port in use; stopping the first stops it.
     The UI that ``fairmiss server start`` runs beside the Prefect server is found the same way."""
-    import contextlib
-    import json
     import signal
-    import time
-    import urllib.request
 
-    from fairmiss.io import atomic_write_text
     from fairmiss.tracking import resolve_uri, store_location
+    from flows.server import running_ui
 
     configured = os.environ.get("MLFLOW_TRACKING_URI", "")
     if configured.startswith(("http://", "https://")):
         print(f"MLFLOW_TRACKING_URI points at an MLflow server: open {configured} in a browser "
               "(its UI is that server's; nothing to start here)")
         return 0
-    from flows.server import _free_port, _port_free, running_ui, store_key, ui_state_file
-
     uri = resolve_uri(None)
     info = running_ui(uri)
     if info is not None:
@@ -587,29 +581,70 @@ def _cmd_ui(args) -> int:
         for line in _view_lines(info["url"]):
             print(line, flush=True)
         return 0
-    # A port another program holds (another store's UI, say) would answer the health check below for a server
-    # that never started: the URL printed would show that other store. 5000 taken: a free port, said so; a
-    # --port given and taken: one clear error.
-    port = args.port
+    port = _ui_port(args.port)
+    if port is None:
+        return 2
+    url = f"http://127.0.0.1:{port}"
+    print(f"starting the MLflow UI for {store_location(uri)} …", flush=True)
+    proc, log_path = _start_ui_server(uri, port)
+    where_log = f"; its log: {log_path}" if log_path else ""
+
+    def on_signal(signum, _frame):
+        # no stop here: the signal interrupts `proc.wait()` below, which holds the Popen's wait lock until it
+        # unwinds, so a wait in the handler could not see the server exit (it timed out: ~20 s to stop); the
+        # `finally` stops it once that wait has returned
+        raise SystemExit(128 + signum)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    state = None
+    try:
+        problem = _wait_for_ui(proc, url, args.timeout, port)
+        if problem:
+            print(f"fairmiss: error: {problem}{where_log}", file=sys.stderr)
+            return 2
+        state = _record_ui(uri, url)
+        print(f"MLflow UI at {url}  (Ctrl-C to stop); the experiments and their runs: {url}/#/experiments",
+              flush=True)
+        for line in _view_lines(url):
+            print(line, flush=True)
+        return proc.wait()
+    finally:
+        _stop_group(proc)
+        _forget_ui(state)
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _ui_port(port: int | None) -> int | None:
+    """The UI's port: ``--port`` when free (else one clear error and ``None``), without it 5000 or, when taken, a
+    free port, said so. A port another program holds (another store's UI, say) would answer the health check for
+    a server that never started, and the URL printed would show that other store."""
+    from flows.server import _free_port, _port_free
+
     if port is None:
         port = 5000 if _port_free(5000) else _free_port()
         if port != 5000:
             print(f"port 5000 on 127.0.0.1 is in use; the UI takes port {port}", flush=True)
-    elif not _port_free(port):
-        print(f"fairmiss: error: port {port} on 127.0.0.1 is in use (another MLflow UI or program); choose another "
-              "with --port, or leave --port out for a free one", file=sys.stderr)
-        return 2
-    # one worker and no background job runners (MLflow's GenAI job queue, not used by the tracking UI): the UI
-    # answers in 14-15 s instead of 50-56 s with MLflow's defaults (4 workers, job runners on), measured side by
-    # side on a busy 2-core machine; one person browsing one store needs no more. The user's environment wins.
+        return port
+    if _port_free(port):
+        return port
+    print(f"fairmiss: error: port {port} on 127.0.0.1 is in use (another MLflow UI or program); choose another "
+          "with --port, or leave --port out for a free one", file=sys.stderr)
+    return None
+
+
+def _start_ui_server(uri: str, port: int):
+    """``mlflow server`` for the store, in its own process group (its workers stop with it; a terminal's Ctrl-C
+    reaches this process only), logging to a file beside the UI's state (stderr without a state directory), so
+    the console shows only fairmiss's lines. One worker and no background job runners (MLflow's GenAI job queue,
+    unused by the tracking UI): the UI answers in 14-15 s instead of 50-56 s with MLflow's defaults (4 workers,
+    job runners on), measured side by side on a busy 2-core machine. The user's environment wins.
+    Returns ``(process, log path or None)``."""
+    from flows.server import ui_state_file
+
     cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
            "--port", str(port), "--default-artifact-root", "mlruns/artifacts", "--workers", "1"]
     env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **os.environ}
-    url = f"http://127.0.0.1:{port}"
-    print(f"starting the MLflow UI for {store_location(uri)} …", flush=True)
-    # its own process group: the server's workers are stopped with it, and a terminal's Ctrl-C reaches us only.
-    # The server's own log (MLflow's notices, uvicorn's access lines) goes to a file beside the UI's state, as for
-    # the UI `fairmiss server start` runs, so the console shows only these lines; no state directory: stderr
     try:
         log_path = ui_state_file(uri).with_suffix(".log")
         log_file = open(log_path, "ab")
@@ -621,66 +656,74 @@ def _cmd_ui(args) -> int:
     finally:
         if log_file is not None:
             log_file.close()  # the server holds its own descriptor
-    where_log = f"; its log: {log_path}" if log_path else ""
+    return proc, log_path
 
-    def stop(*_):
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                with contextlib.suppress(subprocess.TimeoutExpired):  # killed: the OS reaps it; no traceback
-                    proc.wait(5)
 
-    def on_signal(signum, _frame):
-        # no stop() here: the signal interrupts `proc.wait()` below, which holds the Popen's wait lock until it
-        # unwinds, so a wait in the handler could not see the server exit (it timed out: ~20 s to stop); the
-        # `finally` stops it once that wait has returned
-        raise SystemExit(128 + signum)
+def _wait_for_ui(proc, url: str, timeout: float, port: int) -> str | None:
+    """Poll until the UI answers (MLflow takes tens of seconds to start); what went wrong, or ``None``."""
+    import time
+    import urllib.request
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    state = None
-    try:
-        t0 = time.monotonic()
-        while True:  # poll until the UI answers (MLflow takes tens of seconds to start)
-            if proc.poll() is not None:
-                print(f"fairmiss: error: the MLflow server exited with status {proc.returncode} before {url} "
-                      f"answered (port {port} taken meanwhile? try --port){where_log}", file=sys.stderr)
-                return 2
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if r.status == 200 and proc.poll() is None:  # ours answers, not a server that took the port
-                        break
-            except OSError:
-                pass
-            if time.monotonic() - t0 > args.timeout:
-                stop()
-                print(f"fairmiss: error: the MLflow server did not answer at {url} within {args.timeout:.0f} s"
-                      f"{where_log}", file=sys.stderr)
-                return 2
-            time.sleep(0.5)
-        try:  # for a second `fairmiss ui` of this store (reuse); without a state directory, no reuse
-            state = ui_state_file(uri)
-            atomic_write_text(state, json.dumps({"pid": os.getpid(), "url": url, "store": store_key(uri),
-                                                 "owner": "ui", "location": store_location(uri)}) + "\n")
+    t0 = time.monotonic()
+    while proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                if r.status == 200 and proc.poll() is None:  # ours answers, not a server that took the port
+                    return None
         except OSError:
-            state = None
-        print(f"MLflow UI at {url}  (Ctrl-C to stop); the experiments and their runs: {url}/#/experiments",
-              flush=True)
-        for line in _view_lines(url):
-            print(line, flush=True)
-        return proc.wait()
-    finally:
-        stop()
-        if state is not None:  # ours only: another `fairmiss ui` of the store may have written it since
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                if int(json.loads(state.read_text())["pid"]) == os.getpid():
-                    state.unlink()
-        for s, h in old.items():
-            signal.signal(s, h)
+            pass
+        if time.monotonic() - t0 > timeout:
+            _stop_group(proc)
+            return f"the MLflow server did not answer at {url} within {timeout:.0f} s"
+        time.sleep(0.5)
+    return (f"the MLflow server exited with status {proc.returncode} before {url} answered (port {port} taken "
+            "meanwhile? try --port)")
+
+
+def _stop_group(proc) -> None:
+    """Stop a server started in its own process group: SIGTERM, then SIGKILL after 15 s."""
+    import contextlib
+    import signal
+
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):  # killed: the OS reaps it; no traceback
+                proc.wait(5)
+
+
+def _record_ui(uri: str, url: str):
+    """The state file through which a second ``fairmiss ui`` of this store finds this one; ``None`` without a
+    state directory (no reuse then)."""
+    import json
+
+    from fairmiss.io import atomic_write_text
+    from fairmiss.tracking import store_location
+    from flows.server import store_key, ui_state_file
+
+    try:
+        state = ui_state_file(uri)
+        atomic_write_text(state, json.dumps({"pid": os.getpid(), "url": url, "store": store_key(uri),
+                                             "owner": "ui", "location": store_location(uri)}) + "\n")
+        return state
+    except OSError:
+        return None
+
+
+def _forget_ui(state) -> None:
+    """Remove the state file if it is still this process's (another ``fairmiss ui`` may have written it since)."""
+    import contextlib
+    import json
+
+    if state is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            if int(json.loads(state.read_text())["pid"]) == os.getpid():
+                state.unlink()
 
 
 def _view_lines(url: str, newest: int = 3) -> list[str]:
@@ -724,47 +767,58 @@ def _cmd_compare(args) -> int:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
 
     def go():
-        retries = os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"]
-        if not retries.strip().isdigit():
-            raise ConfigError(f"MLFLOW_HTTP_REQUEST_MAX_RETRIES '{retries}': not a whole number of retries")
-        if args.plot:  # a path no figure can be written to: refused before the store is read
-            from fairmiss.io import check_output_file
-
-            check_output_file(args.plot)
-            where = Path(args.plot).parent
-            if not where.is_dir():  # a typo in the directory is said, not made into a new directory
-                raise ConfigError(f"{args.plot}: --plot: the directory {where} does not exist; nothing written "
-                                  f"(create it first: mkdir -p {where})")
-        from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
-        from fairmiss.tracking import read_cell_runs, store_location
-
+        _check_compare_args(args)
         if args.experiment.endswith((".yaml", ".yml")):  # a suite: each dataset's front, from the suite's runs
             from flows.bench import compare_suite
 
             compare_suite(args.experiment, quick=args.quick, metric=args.metric, uri=args.tracking_uri,
                           plot=args.plot, run=args.run)
-            return
-        if args.quick:
+        elif args.quick:
             raise ConfigError("--quick: only for a suite file (fairmiss compare SUITE.yaml --quick)")
-        # the metric asked for, else the experiment's own fairness metric (a parent param), else the default
-        rows, info = read_cell_runs(args.tracking_uri, args.experiment, parent_run_id=args.run,
-                                    metrics=lambda params: ("accuracy", args.metric or params.get(
-                                        "fairness_metric", "fnr_difference")))
-        metric = args.metric or info["params"].get("fairness_metric", "fnr_difference")
-        if rows and all(r[metric] != r[metric] for r in rows):  # NaN in every cell: not a metric the run recorded
-            raise ConfigError(f"--metric {metric}: run {info['run_id']} of experiment '{args.experiment}' recorded no "
-                              f"metric '{metric}' (metric names: docs/kinds.md)")
-        if not rows:
-            raise ConfigError(f"MLflow store {store_location(info['uri'])}: run {info['run_id']} of experiment "
-                              f"'{args.experiment}' has no finished cells")
-        front = front_from_cells(rows, metric)
-        print(f"{args.experiment}: {len(rows)} cells of run {info['run_id']} ({info['run_name']}) in "
-              f"{store_location(info['uri'])}; mean ± SE over splits; * = on the trade-off front "
-              f"(no other method has both a smaller {metric} and a higher accuracy)")
-        print(format_front(front, metric))
-        if args.plot:
-            print(f"plot: {plot_front(front, args.plot, metric, title=args.experiment)}")
+        else:
+            _compare_experiment(args)
     return run_guarded(go, flow=False)
+
+
+def _check_compare_args(args) -> None:
+    """What ``compare`` refuses before the store is read: a retry count that is not a number, a ``--plot`` path no
+    figure can be written to (a typo in its directory is said, not made into a new directory)."""
+    retries = os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"]
+    if not retries.strip().isdigit():
+        raise ConfigError(f"MLFLOW_HTTP_REQUEST_MAX_RETRIES '{retries}': not a whole number of retries")
+    if args.plot:
+        from fairmiss.io import check_output_file
+
+        check_output_file(args.plot)
+        where = Path(args.plot).parent
+        if not where.is_dir():
+            raise ConfigError(f"{args.plot}: --plot: the directory {where} does not exist; nothing written "
+                              f"(create it first: mkdir -p {where})")
+
+
+def _compare_experiment(args) -> None:
+    """One experiment's front, from its newest finished run (or ``--run``): the metric asked for, else the
+    experiment's own fairness metric (a parent param), else the default."""
+    from fairmiss.reporting.compare import format_front, front_from_cells, plot_front
+    from fairmiss.tracking import read_cell_runs, store_location
+
+    rows, info = read_cell_runs(args.tracking_uri, args.experiment, parent_run_id=args.run,
+                                metrics=lambda params: ("accuracy", args.metric or params.get(
+                                    "fairness_metric", "fnr_difference")))
+    metric = args.metric or info["params"].get("fairness_metric", "fnr_difference")
+    if rows and all(r[metric] != r[metric] for r in rows):  # NaN in every cell: not a metric the run recorded
+        raise ConfigError(f"--metric {metric}: run {info['run_id']} of experiment '{args.experiment}' recorded no "
+                          f"metric '{metric}' (metric names: docs/kinds.md)")
+    if not rows:
+        raise ConfigError(f"MLflow store {store_location(info['uri'])}: run {info['run_id']} of experiment "
+                          f"'{args.experiment}' has no finished cells")
+    front = front_from_cells(rows, metric)
+    print(f"{args.experiment}: {len(rows)} cells of run {info['run_id']} ({info['run_name']}) in "
+          f"{store_location(info['uri'])}; mean ± SE over splits; * = on the trade-off front "
+          f"(no other method has both a smaller {metric} and a higher accuracy)")
+    print(format_front(front, metric))
+    if args.plot:
+        print(f"plot: {plot_front(front, args.plot, metric, title=args.experiment)}")
 
 
 def _cmd_server(args) -> int:

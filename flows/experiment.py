@@ -10,6 +10,7 @@ deterministic, read by ``dvc metrics show``), ``cells.csv`` (every cell) and ``s
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -33,7 +35,7 @@ from fairmiss.pipeline.summary import label_cells, run_name, summary_frame
 from fairmiss.reporting.mlflow_view import shared_view_tag
 from fairmiss.codeversion import cell_code_version
 from fairmiss.studies.claims import claim_sections, decide_claims
-from fairmiss.tracking import WRITER_ENV, CellWriter, RemoteTracker, Tracker, prestart_writer
+from fairmiss.tracking import Tracker
 from fairmiss.tracking.groups import GROUP_TAG, coded_metrics
 from flows import errors
 from flows.errors import check_all_failed
@@ -131,7 +133,7 @@ class StoppableThreadPoolTaskRunner(ThreadPoolTaskRunner):
 
 class CellSink:
     """Where the thread runner's batch tasks (``execution.cells_per_task``) hand over each cell's result as soon as
-    the cell finishes, so the flow passes it on to the tracking writer at once, as with one cell per task: a
+    the cell finishes, so the flow logs it to MLflow at once, as with one cell per task: a
     SIGKILL loses only the cells computing at the time, not a batch's finished ones. Batches are named by their
     first cell's key. Same process only (a thread-runner task gets the sink itself, quoted)."""
 
@@ -369,222 +371,252 @@ def experiment_flow(config_path: str, results_dir: str = "results", processed_di
 
 def _experiment(config_path, results_dir, processed_dir, raw_dir, quick, skip_if_unchanged, warned,
                 config_hash=None) -> dict:
+    """The flow's body, top to bottom: the config, the data, the parent run, the cells, the results."""
     log = get_run_logger()
     errors.STOPPED_RUN.clear()
     errors.STOPPED_RUN["flow"] = True
+    cfg = _load_checked(config_path, quick, config_hash)
+    out_dir = safe_child(results_dir, cfg.experiment, what="experiment")
+    fingerprint = run_fingerprint(cfg)
+    if skip_if_unchanged:
+        previous = _tracker(cfg).find_finished_parent(fingerprint)
+        if previous:
+            log.info("config, data and code unchanged since run %s: skipping", previous)
+            return {"skipped": True, "parent_run_id": previous, "fingerprint": fingerprint}
+    data = _prepare_data(cfg, raw_dir, processed_dir, log, checked=config_hash is not None, source=config_path)
+    run = RunContext.make(cfg, config_path, data, _tracker(cfg), fingerprint, dataset_source(cfg, raw_dir))
+    run.tracker.reap_dead_runs()
+    # the MLflow UI's runs page opened with ?viewStateShareKey=fairmiss-<metric> shows the fairness metric and
+    # accuracy as columns, sorted by the metric (what `fairmiss ui` prints)
+    run.tracker.set_experiment_tags(dict([shared_view_tag(cfg.fairness_metric)]))
+    with run.tracker.run(cfg.experiment, tags={**run.tags, "kind": "experiment", "mlflow.note.content": run.note()}) \
+            as parent:
+        errors.STOPPED_RUN.update(parent=parent, tracker=run.tracker)  # what a stop then says (errors.stopped_line)
+        _log_parent_inputs(run, parent)
+        results = _compute_cells(run, parent, log)
+        staged, published = _write_results(run, results, out_dir, log)
+        _log_parent_outputs(run, parent, results, staged, published, warned)
+    # the stamp an up-to-date check compares (flows.fastcheck): written once the parent run is FINISHED
+    write_stamp(out_dir, cfg, fingerprint, data.data_hash, parent, run.tracker.uri)
+    log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, run.tracker.uri)
+    return {"metrics": staged["metrics"], "table": staged["table"], "parent_run_id": parent,
+            "tracking_uri": run.tracker.uri, "experiment_id": run.tracker.experiment_id, "results_dir": str(out_dir),
+            "failed": staged["failed"]}
+
+
+def _load_checked(config_path, quick: bool, config_hash: str | None) -> ExperimentConfig:
+    """The config; with ``config_hash`` (set by ``fairmiss run``, which checked the file before the flow started)
+    the file must still parse to that config."""
     cfg = load_config(config_path, quick=quick)
     if config_hash is not None and cfg.config_hash != config_hash:
         from fairmiss.config import ConfigError
 
         raise ConfigError(f"{config_path}: the file changed after the command checked it (config hash "
                           f"{config_hash[:12]} -> {cfg.config_hash[:12]}); nothing was run, run the command again")
-    out_dir = safe_child(results_dir, cfg.experiment, what="experiment")
-    fingerprint = run_fingerprint(cfg)
-    if skip_if_unchanged:
-        tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
-        previous = tracker.find_finished_parent(fingerprint)
-        if previous:
-            log.info("config, data and code unchanged since run %s: skipping", previous)
-            return {"skipped": True, "parent_run_id": previous, "fingerprint": fingerprint}
+    return cfg
+
+
+def _tracker(cfg: ExperimentConfig) -> Tracker:
+    return Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
+
+
+def _prepare_data(cfg: ExperimentConfig, raw_dir, processed_dir, log, *, checked: bool, source: str):
+    """The raw files (downloaded or from the mirror, checksummed), the processed table and its checks. The run's
+    own checks of the table (:func:`flows.checks.check_table`) run before anything is written, unless the command
+    that started the flow made them already (``checked``: ``fairmiss run``); a scheduled deployment, a run started
+    from the Prefect UI or from Python makes them here."""
+    from flows.checks import check_table
+
     acquire_task(cfg.dataset.name, raw_dir)
+    check = None if checked else functools.partial(check_table, cfg, source=source)
     data = prepare_task(cfg.dataset, raw_dir, processed_dir,
                         str(safe_child(Path("reports") / "datadocs", cfg.dataset.name, what="dataset.name")),
-                        fairness_metric=cfg.fairness_metric)
+                        fairness_metric=cfg.fairness_metric, check=check)
     log.info("dataset %s: %d rows, hash %s, %d expectations passed", data.dataset, len(data.df),
              data.data_hash, data.info["n_expectations"])
     pipeline.check_extra_groups(cfg, data)  # a misnamed extra_groups column fails before any cell runs
     errors.redeliver_lost_sigterm()  # progress point (see there)
+    return data
 
-    # The flow's tracking goes through the writer process (RemoteTracker): MLflow's store is imported
-    # and opened there, beside Prefect's start and the data build, not on this process's critical path.
-    # FAIRMISS_TRACKING_WRITER=inline: a Tracker in this process, every run logged here (the reference path).
-    writer = tracker = None
-    if os.environ.get(WRITER_ENV, "process") != "inline":
-        writer = CellWriter(uri=cfg.tracking.uri, experiment_name=cfg.tracking.experiment_name or cfg.experiment)
-    else:
-        tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment_name or cfg.experiment)
 
-    def tracked():
-        nonlocal tracker
+@dataclass
+class RunContext:
+    """What every step of one experiment run reads: the config, the data, the store, the cells and their keys."""
+
+    cfg: ExperimentConfig
+    config_path: str
+    data: object  # the prepared table (tasks.experiment.prepare_task)
+    tracker: Tracker
+    groups: dict
+    tags: dict  # the parent run's and every child run's common tags
+    cells: list
+    keys: dict  # cell key -> cache key
+    source: str  # where the table comes from (the MLflow dataset input)
+
+    @classmethod
+    def make(cls, cfg, config_path, data, tracker, fingerprint, source) -> "RunContext":
         groups = group_names(data.dataset)
         tags = {"dataset": data.dataset, "data.processed_hash": data.data_hash, "config.hash": cfg.config_hash,
                 "run.fingerprint": fingerprint, "groups": json.dumps(groups, sort_keys=True),
                 **{f"data.raw_sha256.{k}": v for k, v in data.info["raw_sha256"].items()}}
         # one method label everywhere: the imputer is named only where the data have missing values
         cells = label_cells(cfg, cfg.cells(), data.df, data.features)
-        cores = os.cpu_count() or 1
-        threads = max(1, cores // cfg.execution.max_workers)
-        note = (cfg.description.strip() + "\n\n" if cfg.description.strip() else "") + \
-            f"Dataset `{data.dataset}`; groups: " + ", ".join(f"{k} = {v}" for k, v in groups.items()) + "."
-        # task caching: a cell whose cache key (its own config, the processed-data hash, the code
-        # version) matches a FINISHED run in the store is reused; the cache lives in MLflow, not in
-        # Prefect's result storage (see cell_cache_key and the README)
+        # a cell whose cache key (its own config, the processed-data hash, the code version) matches a FINISHED
+        # run in the store is reused; the cache lives in MLflow, not in Prefect's result storage (see
+        # pipeline.cell_cache_key and the README)
         code = cell_code_version()  # the code a cell runs: not the CLI, console or report
         keys = {c.key: pipeline.cell_cache_key(cfg, c, data_hash=data.data_hash, code_version=code) for c in cells}
-        miss_by_label = {missingness_label(c.missingness): c.missingness for c in cells}  # a shift's scenarios too
+        return cls(cfg, str(config_path), data, tracker, groups, tags, cells, keys, source)
 
-        def split_key(c):
-            return (c.split_index, missingness_label(c.missingness))
+    def note(self) -> str:
+        """The parent run's description (MLflow's note)."""
+        desc = self.cfg.description.strip()
+        return (desc + "\n\n" if desc else "") + f"Dataset `{self.data.dataset}`; groups: " + \
+            ", ".join(f"{k} = {v}" for k, v in self.groups.items()) + "."
 
-        # quote(): the cells' inputs are plain values (or, with threads, the split futures the task resolves), so
-        # Prefect need not walk the config, the DataFrame and the split arrays looking for futures on every submit
-        # and again in the task (~8 ms a cell on the flow's thread and as much in the worker, py-spy).
-        # Thread runner only: Dask rebuilds tuples it finds in a task's arguments, so a quote (a tuple) would
-        # reach the task as a plain tuple, and there the inputs are pickled anyway.
-        thread = cfg.execution.task_runner == "thread"
-        q = quote if thread else (lambda x: x)
-        # several cells per Prefect task (execution.cells_per_task); with the thread runner each
-        # result comes back through the sink as soon as its cell finishes
-        sink = CellSink() if thread else None
-        split_futures, futures, batch_results = {}, {}, {}
-        n_tasks = 0
 
-        def submit_splits(todo) -> None:
-            for k in sorted({split_key(c) for c in todo} - set(split_futures)):
-                split_futures[k] = split_task.submit(cfg, data, k[0], miss_by_label[k[1]], config_path=config_path)
+def _log_parent_inputs(run: RunContext, parent: str) -> None:
+    """The parent run's parameters (the whole config), its dataset input, provenance, card and Data Docs."""
+    cfg, data, tracker = run.cfg, run.data, run.tracker
+    tracker.log_params(parent, {"config_path": run.config_path, "n_cells": len(run.cells),
+                                "groups": json.dumps(run.groups, sort_keys=True),
+                                # published reference numbers are not parameters of the run
+                                **pipeline._flatten(cfg.model_dump(mode="json", by_alias=True,
+                                                                   exclude={"references"}))})
+    tracker.log_dataset(parent, data.df, name=data.dataset, digest=data.data_hash, source=run.source,
+                        targets=data.label)
+    tracker.log_dict(parent, {k: v for k, v in data.info.items() if k != "card"}, "data/provenance.json")
+    tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
+    if data.docs_index:
+        tracker.log_artifact(parent, Path(data.docs_index).parent, "data_docs")
 
-        def submit_cells(todo, splits) -> None:
-            nonlocal n_tasks
-            for batch in cell_batches(todo, cfg.execution):
-                f = fit_evaluate_task.submit(q(cfg), q(batch), q(data), q([splits[split_key(c)] for c in batch]),
-                                             threads, q(sink) if thread else None)
-                futures.update({c.key: (f, batch) for c in batch})
-                n_tasks += 1
 
-        # The cells start once the store has said which of them are FINISHED already (MLflow's run search through
-        # the tracker: no code of ours reads MLflow's tables) and the splits are made.
-        if tracker is None:
-            tracker = RemoteTracker(writer)  # waits for the writer's store: its error is Tracker()'s
-        tracker.reap_dead_runs()
-        # the MLflow UI's runs page opened with ?viewStateShareKey=fairmiss-<metric> shows the fairness metric and
-        # accuracy as columns, sorted by the metric (what `fairmiss ui` prints)
-        tracker.set_experiment_tags(dict([shared_view_tag(cfg.fairness_metric)]))
-        with tracker.run(f"{cfg.experiment}", tags={**tags, "kind": "experiment", "mlflow.note.content": note}) as parent:
-            errors.STOPPED_RUN.update(parent=parent, tracker=tracker)  # what a stop then says (errors.stopped_line)
-            tracker.log_params(parent, {"config_path": config_path, "n_cells": len(cells),
-                                        "groups": json.dumps(groups, sort_keys=True),
-                                        # published reference numbers are not parameters of the run
-                                        **pipeline._flatten(cfg.model_dump(mode="json", by_alias=True,
-                                                                           exclude={"references"}))})
-            source = dataset_source(cfg, raw_dir)
-            tracker.log_dataset(parent, data.df, name=data.dataset, digest=data.data_hash, source=source,
-                                targets=data.label)
-            tracker.log_dict(parent, {k: v for k, v in data.info.items() if k != "card"}, "data/provenance.json")
-            tracker.log_text(parent, data.info["card"], "data/dataset_card.md")
-            if data.docs_index:
-                tracker.log_artifact(parent, Path(data.docs_index).parent, "data_docs")
-            # the reused runs themselves (params, metrics, run id) come from the store
-            wanted = set(keys.values())
-            cached = tracker.finished_cells_by_cache_key(wanted) if cfg.execution.resume and wanted else {}
-            done = {k: cached[keys[k]] for k in keys if keys[k] in cached}
-            pending = [c for c in cells if c.key not in done]
-            if done:
-                log.info("cache: %d of %d cells already FINISHED with the same cell key (reused)", len(cells) - len(pending),
-                         len(cells))
-            late = pending
-            submit_splits(late)
-            # every split made before the cells are collected: a failed split raises its own exception here, inside
-            # the parent run (e.g. MissingnessError, ConfigError for split.test_size); handing the failed future to
-            # Prefect would leave the cells PENDING and surface as Prefect's UnfinishedRun instead
-            splits = {k: f.result() for k, f in split_futures.items()}
-            submit_cells(late, splits)
-            if pending:
-                log.info("%d cells in %d Prefect task runs (execution.cells_per_task: %s)", len(pending), n_tasks,
-                         cfg.execution.cells_per_task)
-
-            def result_of(key):
-                f, batch = futures[key]
-                if sink is not None:
-                    return sink.take(key, batch[0].key, f)
-                if batch[0].key not in batch_results:
-                    batch_results[batch[0].key] = dict(zip((c.key for c in batch), f.result(), strict=True))
-                return batch_results[batch[0].key][key]
-            results = []
-            X_example = data.df[data.features].head(20)
-            progress = CellProgress(len(cells), len(pending), cfg.experiment)
-            # the cells' child runs are written by one separate process while the next cells compute;
-            # FAIRMISS_TRACKING_WRITER=inline logs them here as before
-            if pending and writer is not None:
-                writer.configure(X_example=X_example if cfg.tracking.log_models else None,
-                                 dataset={"df": data.df, "name": data.dataset, "digest": data.data_hash,
-                                          "source": source, "targets": data.label})
-            # an error here ends the parent run FAILED through the writer after the cells handed to it
-            try:
-                _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, keys, data, groups,
-                               source, X_example, progress, results, log)
-            finally:
-                if sink is not None:
-                    sink.stop()  # after an error or a signal, the batches still running start no other cell
-            progress.close()
-            _warn_left_out_groups(cfg, results, groups, log)
-            errors.redeliver_lost_sigterm()  # progress point (see there)
-            # The results, tables, figures and report are written into a staging directory while the writer
-            # process still writes the last child runs (the report's ~3 s of matplotlib no longer wait
-            # for the writer's backlog, nor the writer for them), and published into out_dir only once every
-            # child run is written: a store failure leaves out_dir as it was, as before.
-            # An error in the outputs: every computed cell is still written (a resume reuses them) before the parent
-            # run is ended FAILED through the writer (KeyboardInterrupt / SIGTERM: at most 10 s, RemoteTracker.run).
-            stage = staged = None
-            try:
-                if not results or any(r.status == "ok" for r in results):  # else check_all_failed raises below
-                    log.info("%d cell%s done; writing the results, figures and report to %s", len(results),
-                             "" if len(results) == 1 else "s", out_dir)
-                    stage = _new_stage(out_dir)
-                    staged = _write_outputs(stage, cfg, results, data, groups, cells)
-                if writer is not None:
-                    writer.drain()  # every child run written (FINISHED/FAILED) before the outputs are published
-                check_all_failed(cfg.experiment, results)  # no metrics.json for a run with nothing in it
-                published = _publish(stage, out_dir, staged["files"])
-            finally:
-                if stage is not None:
-                    shutil.rmtree(stage, ignore_errors=True)
-            summary, failed, metrics, table = staged["summary"], staged["failed"], staged["metrics"], staged["table"]
-            cells_df, claims = staged["cells_df"], staged["claims"]
-            # for comparing in the MLflow UI: the summary (headline metrics first) and every cell as tables
-            tracker.log_table(parent, summary_frame(summary, cfg.fairness_metric), "summary_table.json")
-            tracker.log_table(parent, cells_df.assign(method=[r.method for r in results])[["method", *cells_df.columns]],
-                              "cells_table.json")
-            flat = {}
-            for miss, methods in summary.items():
-                for method, entry in methods.items():
-                    for k, v in entry.items():
-                        flat[f"{miss}/{method}/{k}"] = v
-            import resource
-
-            # peak memory of this process (the flow and its thread workers), for the limits table in
-            # docs/reliability.md; logged to MLflow only — metrics.json stays deterministic
-            peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            tracker.log_metrics(parent, {**flat, "n_failed": len(failed), "peak_rss_mb": peak_mb})
-            for name in staged["tradeoff_files"]:
-                tracker.log_artifact(parent, published[name], "report")
-            tracker.log_artifact(parent, published["cell_metrics.csv"])
-            tracker.log_artifact(parent, published["report.html"], "report")
-            for name in sorted(n for n in published if n.startswith("groups_") and n.endswith(".png")):
-                tracker.log_artifact(parent, published[name], "report")
-            tracker.log_artifact(parent, published["metrics.json"])
-            tracker.log_artifact(parent, published["cells.csv"])
-            for name in claims:
-                tracker.log_artifact(parent, published[name])
-            if warned.counts:
-                tracker.log_text(parent, warned.text(), "warnings.txt")
-            tracker.set_tags(parent, {"n_failed": len(failed), "n_reused": sum(r.reused_from is not None for r in results),
-                                      "n_warnings": sum(warned.counts.values())})
-        # the stamp an up-to-date check compares (flows.fastcheck): written once the parent run is FINISHED
-        write_stamp(out_dir, cfg, fingerprint, data.data_hash, parent, tracker.uri)
-        log.info("results in %s; MLflow parent run %s (%s)", out_dir, parent, tracker.uri)
-        return {"metrics": metrics, "table": table, "parent_run_id": parent, "tracking_uri": tracker.uri,
-                "experiment_id": tracker.experiment_id, "results_dir": str(out_dir), "failed": failed}
-
+def _compute_cells(run: RunContext, parent: str, log) -> list:
+    """Every cell's result in config order: reused from the store when a FINISHED run has its cache key
+    (MLflow's run search; ``execution.resume``), else computed by the task runner and logged as a child run as
+    soon as it arrives."""
+    wanted = set(run.keys.values())
+    cached = run.tracker.finished_cells_by_cache_key(wanted) if run.cfg.execution.resume and wanted else {}
+    done = {k: cached[run.keys[k]] for k in run.keys if run.keys[k] in cached}
+    pending = [c for c in run.cells if c.key not in done]
+    if done:
+        log.info("cache: %d of %d cells already FINISHED with the same cell key (reused)", len(done), len(run.cells))
+    tasks = CellTasks(run.cfg, run.data, run.config_path)
+    tasks.submit(pending)
+    if pending:
+        log.info("%d cells in %d Prefect task runs (execution.cells_per_task: %s)", len(pending), tasks.n_tasks,
+                 run.cfg.execution.cells_per_task)
+    results: list = []
+    progress = CellProgress(len(run.cells), len(pending), run.cfg.experiment)
     try:
-        out = tracked()
-    except BaseException as exc:
-        if writer is not None:
-            # what was handed to the writer is written (a resume reuses it); KeyboardInterrupt / SIGTERM: 10 s
-            writer.abort(timeout=None if isinstance(exc, Exception) else 10.0)
-        raise
-    if writer is not None:
-        writer.close()
-    return out
+        _collect_cells(run, parent, done, tasks, progress, results, log)
+    finally:
+        tasks.stop()  # after an error or a signal, the batches still running start no other cell
+    progress.close()
+    _warn_left_out_groups(run.cfg, results, run.groups, log)
+    errors.redeliver_lost_sigterm()  # progress point (see there)
+    return results
+
+
+class CellTasks:
+    """A run's Prefect tasks: its splits, then its cells in batches (:func:`cell_batches`); each cell's result
+    on demand (:meth:`result`), through :class:`CellSink` with the thread runner.
+
+    ``quote()``: with the thread runner the tasks' inputs are plain values (or the split results), so Prefect need
+    not walk the config, the DataFrame and the split arrays looking for futures on every submit and again in the
+    task (~8 ms a cell on the flow's thread and as much in the worker, py-spy). Thread runner only: Dask rebuilds
+    tuples it finds in a task's arguments, so a quote (a tuple) would reach the task as a plain tuple, and there
+    the inputs are pickled anyway."""
+
+    def __init__(self, cfg: ExperimentConfig, data, config_path: str):
+        self.cfg, self.data, self.config_path = cfg, data, config_path
+        self.thread = cfg.execution.task_runner == "thread"
+        self.sink = CellSink() if self.thread else None
+        self.threads = max(1, (os.cpu_count() or 1) // cfg.execution.max_workers)  # BLAS threads per cell
+        self.futures: dict = {}
+        self.batch_results: dict = {}
+        self.n_tasks = 0
+
+    def _q(self, x):
+        return quote(x) if self.thread else x
+
+    def submit(self, cells: list) -> None:
+        """Every split the cells need made first (a failed split raises its own exception here, inside the parent
+        run: e.g. MissingnessError; handing the failed future to Prefect would leave the cells PENDING and surface as
+        Prefect's UnfinishedRun), then the cells' batches submitted."""
+        by_label = {missingness_label(c.missingness): c.missingness for c in cells}  # a shift's scenarios too
+        futures = {k: split_task.submit(self.cfg, self.data, k[0], by_label[k[1]], config_path=self.config_path)
+                   for k in sorted({_split_key(c) for c in cells})}
+        splits = {k: f.result() for k, f in futures.items()}
+        for batch in cell_batches(cells, self.cfg.execution):
+            f = fit_evaluate_task.submit(self._q(self.cfg), self._q(batch), self._q(self.data),
+                                         self._q([splits[_split_key(c)] for c in batch]), self.threads,
+                                         self._q(self.sink) if self.thread else None)
+            self.futures.update({c.key: (f, batch) for c in batch})
+            self.n_tasks += 1
+
+    def result(self, key: str):
+        f, batch = self.futures[key]
+        if self.sink is not None:
+            return self.sink.take(key, batch[0].key, f)
+        if batch[0].key not in self.batch_results:
+            self.batch_results[batch[0].key] = dict(zip((c.key for c in batch), f.result(), strict=True))
+        return self.batch_results[batch[0].key][key]
+
+    def stop(self) -> None:
+        if self.sink is not None:
+            self.sink.stop()
+
+
+def _split_key(cell) -> tuple:
+    return cell.split_index, missingness_label(cell.missingness)
+
+
+def _write_results(run: RunContext, results: list, out_dir: Path, log) -> tuple[dict, dict]:
+    """The results, tables, figures and report, written into a staging directory and published into ``out_dir``
+    (one rename each) only when all of them are there: an error leaves ``out_dir`` as it was. A run whose every
+    cell failed publishes nothing (:func:`flows.errors.check_all_failed`)."""
+    stage = staged = None
+    try:
+        if not results or any(r.status == "ok" for r in results):  # else check_all_failed raises below
+            log.info("%d cell%s done; writing the results, figures and report to %s", len(results),
+                     "" if len(results) == 1 else "s", out_dir)
+            stage = _new_stage(out_dir)
+            staged = _write_outputs(stage, run.cfg, results, run.data, run.groups, run.cells)
+        check_all_failed(run.cfg.experiment, results)  # no metrics.json for a run with nothing in it
+        return staged, _publish(stage, out_dir, staged["files"])
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _log_parent_outputs(run: RunContext, parent: str, results: list, staged: dict, published: dict, warned) -> None:
+    """For comparing in the MLflow UI: the summary (headline metrics first) and every cell as tables, the summary
+    flattened into metrics, the published files as artifacts, the run's warnings and counts."""
+    tracker, cfg = run.tracker, run.cfg
+    tracker.log_table(parent, summary_frame(staged["summary"], cfg.fairness_metric), "summary_table.json")
+    cells_df = staged["cells_df"]
+    tracker.log_table(parent, cells_df.assign(method=[r.method for r in results])[["method", *cells_df.columns]],
+                      "cells_table.json")
+    flat = {f"{miss}/{method}/{k}": v for miss, methods in staged["summary"].items()
+            for method, entry in methods.items() for k, v in entry.items()}
+    import resource
+
+    # peak memory of this process (the flow and its thread workers), for the limits table in docs/reliability.md;
+    # logged to MLflow only — metrics.json stays deterministic
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    tracker.log_metrics(parent, {**flat, "n_failed": len(staged["failed"]), "peak_rss_mb": peak_mb})
+    report = [*staged["tradeoff_files"], "report.html",
+              *sorted(n for n in published if n.startswith("groups_") and n.endswith(".png"))]
+    for name in report:
+        tracker.log_artifact(parent, published[name], "report")
+    for name in ["cell_metrics.csv", "metrics.json", "cells.csv", *staged["claims"]]:
+        tracker.log_artifact(parent, published[name])
+    if warned.counts:
+        tracker.log_text(parent, warned.text(), "warnings.txt")
+    tracker.set_tags(parent, {"n_failed": len(staged["failed"]),
+                              "n_reused": sum(r.reused_from is not None for r in results),
+                              "n_warnings": sum(warned.counts.values())})
 
 
 def _mkdir(path: Path) -> Path:
@@ -666,40 +698,44 @@ def _warn_left_out_groups(cfg, results, groups: dict, log) -> None:
                                                   for g, n in sorted(counts.items())))
 
 
-def _collect_cells(cfg, cells, done, result_of, tracker, writer, parent, tags, keys, data, groups, source, X_example,
-                   progress, results, log) -> None:
-    """Results of every cell in config order: reused ones from the store, computed ones as their tasks finish,
-    each handed to the tracking writer (or logged inline) as soon as it is there."""
-    several = len({missingness_label(c.missingness) for c in cells}) > 1
-    for n, cell in enumerate(cells, 1):
+def _collect_cells(run: RunContext, parent: str, done: dict, tasks: CellTasks, progress, results: list, log) -> None:
+    """Results of every cell in config order into ``results``: reused ones from the store, computed ones as their
+    tasks finish, each logged as a child run as soon as it is there."""
+    several = len({missingness_label(c.missingness) for c in run.cells}) > 1
+    for n, cell in enumerate(run.cells, 1):
         if cell.key in done:
-            run = done[cell.key]
-            metrics = coded_metrics(run.data.metrics, run.data.tags.get(GROUP_TAG))  # fnr_Black -> fnr_group_0
-            res = pipeline.reused_result(cell, run.data.params, metrics, run.info.run_id)
-            log.info("[%d/%d] %s: reused from run %s", n, len(cells),
-                     run_name(res, with_missingness=several), run.info.run_id,
-                     extra={"fairmiss_progress": True})
+            res = _reused(cell, done[cell.key])
+            log.info("[%d/%d] %s: reused from run %s", n, len(run.cells), run_name(res, with_missingness=several),
+                     res.reused_from, extra={"fairmiss_progress": True})
             progress.step(computed=False)
-            results.append(res)
-            continue
-        errors.redeliver_lost_sigterm()  # progress point (see there)
-        res = result_of(cell.key)
-        cell_tags = {**tags, "cell.cache_key": keys[cell.key],
-                     "mlflow.note.content": cell_description(res, data.dataset, groups)}
-        name = run_name(res, with_missingness=several)
-        if writer is not None:
-            writer.submit(parent, res, tags=cell_tags, log_model=cfg.tracking.log_models, run_name=name,
-                          group_names=groups)
         else:
-            child = tracker.log_cell(parent, res, tags=cell_tags, log_model=cfg.tracking.log_models,
-                                     X_example=X_example, run_name=name, group_names=groups)
-            tracker.log_dataset(child, data.df, name=data.dataset, digest=data.data_hash, source=source,
-                                targets=data.label)
+            errors.redeliver_lost_sigterm()  # progress point (see there)
+            res = tasks.result(cell.key)
+            name = run_name(res, with_missingness=several)
+            _log_child(run, parent, res, name)
+            eta = progress.step(computed=True)
+            log.info("[%d/%d] %s: %s%s", n, len(run.cells), name,
+                     res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}", eta,
+                     extra={"fairmiss_progress": True})
         results.append(res)
-        eta = progress.step(computed=True)
-        log.info("[%d/%d] %s: %s%s", n, len(cells), name,
-                 res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}", eta,
-                 extra={"fairmiss_progress": True})
+
+
+def _reused(cell, mlflow_run):
+    """A cell's result rebuilt from its FINISHED child run (metric names coded back: fnr_Black -> fnr_group_0)."""
+    metrics = coded_metrics(mlflow_run.data.metrics, mlflow_run.data.tags.get(GROUP_TAG))
+    return pipeline.reused_result(cell, mlflow_run.data.params, metrics, mlflow_run.info.run_id)
+
+
+def _log_child(run: RunContext, parent: str, res, name: str) -> None:
+    """One computed cell as a child run: params, metrics, tags, model (``tracking.log_models``), dataset input."""
+    data = run.data
+    tags = {**run.tags, "cell.cache_key": run.keys[res.key],
+            "mlflow.note.content": cell_description(res, data.dataset, run.groups)}
+    X_example = data.df[data.features].head(20) if run.cfg.tracking.log_models else None
+    child = run.tracker.log_cell(parent, res, tags=tags, log_model=run.cfg.tracking.log_models,
+                                 X_example=X_example, run_name=name, group_names=run.groups)
+    run.tracker.log_dataset(child, data.df, name=data.dataset, digest=data.data_hash, source=run.source,
+                            targets=data.label)
 
 
 def dataset_source(cfg: ExperimentConfig, raw_dir: str | None = None) -> str:
@@ -775,9 +811,6 @@ def run_experiment(config_path: str | Path, *, quick: bool = False, force: bool 
 
         n = check_cluster(cfg.execution.dask_address, config_path=str(config_path))
         logger.info("Dask cluster %s: %d worker(s), each computing as this machine does", cfg.execution.dask_address, n)
-    # the tracking writer imports MLflow and opens the store while Prefect starts the flow and the data are built
-    prestart_writer(("fairmiss.pipeline",), uri=cfg.tracking.uri,
-                    experiment_name=cfg.tracking.experiment_name or cfg.experiment)
     if checked is not None:
         kw["config_hash"] = cfg.config_hash
     return experiment_flow.with_options(task_runner=_task_runner(cfg))(str(config_path), quick=quick, **kw)

@@ -59,10 +59,12 @@ def acquire_task(dataset: str, raw_dir: str | None = None) -> dict:
 
 @task(name="prepare-and-validate", cache_policy=NO_CACHE)
 def prepare_task(dataset_spec, raw_dir: str | None, processed_dir: str, docs_dir: str | None,
-                 fairness_metric: str | None = None) -> pipeline.Processed:
+                 fairness_metric: str | None = None, check=None) -> pipeline.Processed:
+    """:func:`fairmiss.pipeline.prepare`; ``check``: the run's own checks of the built table, before anything
+    is written (:func:`flows.checks.check_table`)."""
     return pipeline.prepare(dataset_spec, raw_dir=raw_dir, processed_dir=Path(processed_dir),
                             docs_dir=Path(docs_dir) if docs_dir else None, allow_download=False,
-                            fairness_metric=fairness_metric)
+                            fairness_metric=fairness_metric, check=check)
 
 
 @task(name="split-and-inject", cache_policy=NO_CACHE)

@@ -2,8 +2,8 @@
 
 A leaf (it imports nothing of fairmiss): the tracking module registers :func:`fairmiss.tracking.load_logged_model`
 here when it is imported, and :mod:`fairmiss.learners.mlflow_model` reads it here when it loads a model. Neither
-imports the other: the learners need no MLflow (layers contract in ``pyproject.toml``), and the tracking writer
-process opens its store without importing the learner stack (scikit-learn, SciPy: ~0.7 s).
+imports the other: the learners need no MLflow (layers contract in ``pyproject.toml``), and opening a tracking
+store does not import the learner stack (scikit-learn, SciPy: ~0.7 s).
 """
 
 from __future__ import annotations

@@ -125,7 +125,7 @@ def test_mlflow_runs_have_params_metrics_tags_model(flow_run):
         assert {x.key: x.value for x in m.metrics} == run.data.metrics
         assert {x.model_id for x in m.metrics} == {m.model_id} and {x.step for x in m.metrics} == {0}
         assert len(m.metrics) == len(run.data.metrics)
-    # the flow's process leaves MLflow's global tracking URI alone (its store is opened in the writer process)
+    # the flow's process leaves MLflow's global tracking URI alone (its Tracker names its store explicitly)
     old_uri = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(out["tracking_uri"])
     try:
@@ -253,8 +253,8 @@ def test_first_finished_run_is_found_up_to_date(tmp_path):
 
 @pytest.mark.slow
 def test_outputs_staged_and_a_failing_report_loses_no_cell(tmp_path, monkeypatch):
-    """The results directory's files are written into a staging directory while the tracking
-    writer logs the last child runs, and published once every child run is written. An error while writing
+    """The results directory's files are written into a staging directory after the last child
+    run is logged, and published only once all of them are there. An error while writing
     them (here the HTML report, after the other files were staged) publishes nothing and leaves no staging
     directory behind, while every computed cell is still FINISHED in the store: the re-run reuses them all,
     logs none twice, and publishes the same files a run without the fault writes. A staging directory left

@@ -244,8 +244,8 @@ def test_unwritable_store(work):
 
 @pytest.mark.slow
 def test_store_unwritable_mid_sweep(work):
-    """The artifact store becomes read-only while the sweep runs (after two cells are FINISHED), with the
-    tracking writer process logging the cells: one clear error, exit 2, nothing in results/, no
+    """The artifact store becomes read-only while the sweep runs (after two cells are FINISHED), while the
+    flow logs the cells: one clear error, exit 2, nothing in results/, no
     run left RUNNING after the next start, and the re-run completes with exactly one FINISHED run per cell
     (the cells logged before the fault are reused, none is logged twice). The database itself stays
     writable: SQLite keeps the file descriptors it opened, so a mode change does not reach it mid-run."""

@@ -51,8 +51,8 @@ def _runs(db):
 
 
 def test_sigkill_then_rerun(tmp_path):
-    # 24 cells: the kill lands mid-sweep (with 12, the batched cells were all computed by the time the writer had
-    # logged two of them, and the kill hit the report's hidden staging directory instead)
+    # 24 cells: the kill lands mid-sweep (with 12, the batched cells were all computed by the time two of them were
+    # logged, and the kill hit the report's hidden staging directory instead)
     cfg = small_config(tmp_path, split={"n_splits": 12})
     db = tmp_path / "mlruns" / "mlflow.db"
     p = _flow(cfg, tmp_path, "a")
@@ -225,7 +225,7 @@ def test_sigterm_while_pool_workers_start_leaves_no_process(tmp_path, delay):
     """SIGTERM while the process pool's workers are still starting (spawned, importing the stack: the first
     seconds of every study with ``task_runner: process``). Spawned workers once outlived a flow stopped at that
     moment (with a warm-up task per worker, since reverted); this checks the runner as it is: every
-    descendant of the flow — pool workers, the tracking writer, the ephemeral Prefect server — is gone soon
+    descendant of the flow — pool workers, the ephemeral Prefect server — is gone soon
     after the flow exits, which it does with 143 and no run left RUNNING."""
     import psutil
 
@@ -282,8 +282,7 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes(tmp_path):
                        execution={"max_workers": 1})
     db = tmp_path / "mlruns" / "mlflow.db"
     p = _flow(cfg, tmp_path, "a", temporary_server=True, ctrl_c=True)  # where a finishing task thread started a second one
-    # Interrupt once the flow's own progress lines say 2 cells are computed (the flow's own count, not rows in the
-    # store, which the tracking writer logs later on a loaded machine).
+    # Interrupt once the flow's own progress lines say 2 cells are computed (the flow's own count: a cell's line follows its child run).
     lines: list[str] = []
     def read():
         for line in p.stderr:
@@ -321,7 +320,7 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes(tmp_path):
     runs = _runs(db)
     assert not [r for r in runs if r[2] == "RUNNING"], runs
     kept = len([r for r in runs if r[2] == "FINISHED"])
-    # the cells handed to the tracking writer before SIGINT are written (it gets 10 s), and none after
+    # the cells logged before SIGINT are kept, and none after
     assert 2 <= kept < 16, (kept, err[-2000:])
     again = _flow(cfg, tmp_path, "a")
     _, err2 = again.communicate(timeout=600)

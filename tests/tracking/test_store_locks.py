@@ -1,10 +1,10 @@
 """Checking a SQLite tracking store must not disturb an MLflow client already open on it in the same process.
 
 A notebook runs ``flows.api.run`` while it holds an ``MlflowClient`` on the project store; the run checks the
-store (:func:`flows.run.check_store`) and its tracking writer, another process, logs the cells. Before the
+store (:func:`flows.run.check_store`) while another process (a second run, a tracking server) logs to it. Before the
 check asked ``access(2)``, it opened and closed the database file: closing any descriptor of a file drops
 every POSIX lock the process holds on it, so the notebook's SQLite connection silently lost its WAL read lock.
-The writer, closing last, then checkpointed and deleted the ``-wal``/``-shm`` files under it, and the
+The other process, closing last, then checkpointed and deleted the ``-wal``/``-shm`` files under it, and the
 notebook read a stale store (and after a model was logged, "database disk image is malformed")."""
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ class ExecutionSpec(_Strict):
     #: cells computed by one Prefect task, one after the other. Prefect costs ~8 ms per task run on
     #: a local server, a third of a 27-ms logistic-regression cell. ``auto``: with the thread runner, guided
     #: batches (each ``ceil(cells left / (4 × max_workers))`` cells, at most 32, shrinking to single cells at
-    #: the end so the workers finish together), every cell handed to the flow, and on to the tracking writer,
+    #: the end so the workers finish together), every cell handed to the flow, and logged to MLflow,
     #: as soon as it finishes — a SIGKILL still loses only the cells computing at the time; with the process
     #: and Dask runners, one cell per task (a batch there returns when its last cell ends). An integer: batches
     #: of that size with any runner. Results do not depend on it (every cell draws its own seeds); the

@@ -116,7 +116,7 @@ def prepare(dataset_spec, *, raw_dir=None, processed_dir: Path = Path("processed
             fairness_metric: str | None = None, check=None) -> Processed:
     """Build the processed table from raw files, validate it (GE gate), persist it atomically. ``check``: called
     with the built table (a :class:`Processed` not yet persisted) before the gate and before anything is written,
-    for the caller's own checks of it (a run's learners and group sizes: ``flows.run.check_table``).
+    for the caller's own checks of it (a run's learners and group sizes: ``flows.checks.check_table``).
 
     The gate is skipped when the processed metadata holds a receipt saying that a table with the same
     content hash passed the same suite (:func:`fairmiss.datasets.validate.suite_fingerprint`; the suite is a

@@ -28,16 +28,19 @@ transaction, and MLflow sets ``PRAGMA busy_timeout = 20000`` so a writer waits f
 lock instead of failing.
 
 Modules: :mod:`~fairmiss.tracking.store` (the store, its errors), :mod:`~fairmiss.tracking.tracker` (runs),
-:mod:`~fairmiss.tracking.writer` and :mod:`~fairmiss.tracking.writer_process` (cells logged off the flow's
-critical path), :mod:`~fairmiss.tracking.models` (reading back; logged models as learners).
+:mod:`~fairmiss.tracking.models` (reading back; logged models as learners).
+
+Child runs are logged in the flow's process, as each cell's result arrives, with MLflow's own client;
+``MLFLOW_ENABLE_ASYNC_LOGGING=true`` queues their params, metrics and tags (MLflow's asynchronous logging,
+see :class:`Tracker`). A separate writer process of our own was measured against both and dropped:
+``bench/results/writer_async.md``.
 """
 
 from fairmiss.tracking.models import ModelURIError, check_model_uri, load_logged_model, read_cell_runs, tempdir
 from fairmiss.tracking.store import DEFAULT_URI, TrackingStoreError, git_commit, resolve_uri, store_location
-from fairmiss.tracking.tracker import Tracker, labelled_confusion
-from fairmiss.tracking.writer import CellWriter, RemoteTracker
-from fairmiss.tracking.writer_process import WRITER_ENV, prestart_writer
+from fairmiss.tracking.groups import labelled_confusion
+from fairmiss.tracking.tracker import Tracker
 
-__all__ = ["CellWriter", "DEFAULT_URI", "ModelURIError", "RemoteTracker", "Tracker", "TrackingStoreError", "WRITER_ENV",
-           "check_model_uri", "git_commit", "labelled_confusion", "load_logged_model", "prestart_writer",
-           "read_cell_runs", "resolve_uri", "store_location", "tempdir"]
+__all__ = ["DEFAULT_URI", "ModelURIError", "Tracker", "TrackingStoreError",
+           "check_model_uri", "git_commit", "labelled_confusion", "load_logged_model", "read_cell_runs",
+           "resolve_uri", "store_location", "tempdir"]

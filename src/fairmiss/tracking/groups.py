@@ -83,3 +83,20 @@ def named_metrics(metrics: dict, group_names: dict | None) -> tuple[dict, dict[s
         slugs = {c: f"group_{c}" for c in slugs}
         named = dict(metrics)
     return named, slugs
+
+
+def labelled_confusion(confusion: dict, group_names: dict | None = None) -> dict:
+    """Per-group confusion matrices (``{code: [[TN, FP], [FN, TP]]}``, rows true 0/1, columns predicted 0/1)
+    labelled for a reader: one entry per group with its code, its name (from the dataset registry or the own
+    data's ``group_names``; the code where none is known) and TN / FP / FN / TP / n."""
+    names = {str(k): str(v) for k, v in (group_names or {}).items()}
+    groups = []
+    for code in sorted(confusion, key=lambda c: (len(str(c)), str(c))):  # codes 0, 1, … 10 in numeric order
+        (tn, fp), (fn, tp) = confusion[code]
+        groups.append({"group": str(code), "name": names.get(str(code), str(code)), "TN": int(tn), "FP": int(fp),
+                       "FN": int(fn), "TP": int(tp), "n": int(tn + fp + fn + tp)})
+    return {"positive": "label 1 (the dataset's positive class)", "groups": groups}
+
+
+def _csv_field(v: str) -> str:
+    return '"' + v.replace('"', '""') + '"' if any(c in v for c in ',"\n') else v

@@ -243,7 +243,7 @@ _GLOBAL_URI_LOCK = threading.Lock()
 
 
 # the mlflow_model learner loads deployed models through this module, by way of a leaf hook (no import of the
-# learner stack here: the writer process opens its store without scikit-learn)
+# learner stack here: opening a store does not import scikit-learn)
 set_model_loader(load_logged_model)
 
 

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 
-from fairmiss._errors import ConfigError  # the leaf module: the writer process does not import the config stack (sklearn)
+from fairmiss._errors import ConfigError  # the leaf module: opening a store does not import the config stack (sklearn)
 from fairmiss.io import file_lock
 
 logger = logging.getLogger("fairmiss.tracking")
@@ -239,22 +239,3 @@ def _enable_wal(uri: str) -> None:
             con.close()
     except sqlite3.Error as exc:
         logger.debug("store %s: journal mode left unchanged: %s", uri, exc)
-
-
-def _checkpoint_wal(uri: str) -> None:
-    """Fold a SQLite store's write-ahead log into the database file (``PRAGMA wal_checkpoint(TRUNCATE)``), so
-    the file alone holds every committed run — what the writer process does before it leaves without closing
-    MLflow's connections. A database-level pragma, like :func:`_enable_wal`: no table is read or written.
-    Failures (a reader holding the log) leave the log to the next connection, which checkpoints it."""
-    if not uri.startswith("sqlite:///"):
-        return
-    import sqlite3
-
-    try:
-        con = sqlite3.connect(uri[len("sqlite:///"):], timeout=5)
-        try:
-            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            con.close()
-    except sqlite3.Error as exc:
-        logger.debug("store %s: write-ahead log left to the next connection: %s", uri, exc)

@@ -18,7 +18,7 @@ import fairmiss
 from fairmiss.codeversion import code_version
 from fairmiss.cpu import cpu_fingerprint
 from fairmiss.io import pid_alive
-from fairmiss.tracking.groups import GROUP_TAG, named_metrics
+from fairmiss.tracking.groups import GROUP_TAG, _csv_field, labelled_confusion, named_metrics
 from fairmiss.tracking.store import (DEFAULT_URI, TrackingStoreError, _enable_wal, _guard_store, _lost_insert_race, _metric_name,
                                      _metric_entities, _requirements, _store_error, _store_lock,
                                      git_commit, resolve_uri)
@@ -28,22 +28,6 @@ logger = logging.getLogger("fairmiss.tracking")
 for _name in ("mlflow.sklearn", "mlflow.utils.environment"):
     logging.getLogger(_name).setLevel(logging.ERROR)
 
-def labelled_confusion(confusion: dict, group_names: dict | None = None) -> dict:
-    """Per-group confusion matrices (``{code: [[TN, FP], [FN, TP]]}``, rows true 0/1, columns predicted 0/1)
-    labelled for a reader: one entry per group with its code, its name (from the dataset registry or the own
-    data's ``group_names``; the code where none is known) and TN / FP / FN / TP / n."""
-    names = {str(k): str(v) for k, v in (group_names or {}).items()}
-    groups = []
-    for code in sorted(confusion, key=lambda c: (len(str(c)), str(c))):  # codes 0, 1, … 10 in numeric order
-        (tn, fp), (fn, tp) = confusion[code]
-        groups.append({"group": str(code), "name": names.get(str(code), str(code)), "TN": int(tn), "FP": int(fp),
-                       "FN": int(fn), "TP": int(tp), "n": int(tn + fp + fn + tp)})
-    return {"positive": "label 1 (the dataset's positive class)", "groups": groups}
-
-
-def _csv_field(v: str) -> str:
-    return '"' + v.replace('"', '""') + '"' if any(c in v for c in ',"\n') else v
-
 
 def _clean(v):
     if isinstance(v, float) and not np.isfinite(v):
@@ -52,7 +36,15 @@ def _clean(v):
 
 
 class Tracker:
-    """Thin wrapper over :class:`MlflowClient` with explicit run ids (no thread-local state)."""
+    """Thin wrapper over :class:`MlflowClient` with explicit run ids (no thread-local state).
+
+    With MLflow's asynchronous logging on (``MLFLOW_ENABLE_ASYNC_LOGGING=true``, read when the Tracker is made;
+    best with ``MLFLOW_ASYNC_LOGGING_BUFFERING_SECONDS=1``, else MLflow's queue thread holds every run's end up
+    to 1 s) params, metrics and tags are queued (``log_batch(..., synchronous=False)``) and :meth:`end_run`
+    flushes the queue and waits for the run's operations before it ends the run: FINISHED only once they are
+    in the store, FAILED (and the failure raised) if one of them failed. Runs, artifacts and models are logged
+    synchronously either way. Measured against inline and the writer process: ``bench/results/writer_async.md``.
+    """
 
     def __init__(self, uri: str | None = None, experiment_name: str = "fairmiss"):
         configured = uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
@@ -73,6 +65,30 @@ class Tracker:
                 raise
             raise err from exc
         self.experiment_name = experiment_name
+        from mlflow.environment_variables import MLFLOW_ENABLE_ASYNC_LOGGING
+
+        self.async_logging = bool(MLFLOW_ENABLE_ASYNC_LOGGING.get())
+        self._async_ops: dict[str, list] = {}  # run id -> its queued log_batch operations (RunOperations)
+
+    def _batch(self, run_id: str, **entities) -> None:
+        """One ``log_batch``; asynchronous with :attr:`async_logging`, its operations kept for :meth:`end_run`."""
+        ops = self.client.log_batch(run_id, synchronous=not self.async_logging, **entities)
+        if ops is not None:
+            self._async_ops.setdefault(run_id, []).append(ops)
+
+    def _flush_run(self, run_id: str) -> BaseException | None:
+        """Wait until the run's queued operations are in the store; the first failure, or ``None``."""
+        pending = self._async_ops.pop(run_id, None)
+        if not pending:
+            return None
+        if mlflow.get_tracking_uri() == self.uri:
+            mlflow.flush_async_logging()  # drained now, not at the queue thread's next poll
+        for ops in pending:
+            try:
+                ops.wait()
+            except Exception as exc:
+                return exc
+        return None
 
     def _get_or_create(self, experiment_name: str) -> str:
         exp = self.client.get_experiment_by_name(experiment_name)
@@ -88,10 +104,6 @@ class Tracker:
                                  what="tracking.experiment_name").resolve().as_uri()
             return self.client.create_experiment(experiment_name, artifact_location=loc)
         return exp.experiment_id
-
-    def describe(self) -> dict:
-        """``uri``, ``experiment_name`` and ``experiment_id`` (what :class:`RemoteTracker` mirrors)."""
-        return {"uri": self.uri, "experiment_name": self.experiment_name, "experiment_id": self.experiment_id}
 
     # ------------------------------------------------------------------ runs
     @_guard_store
@@ -110,13 +122,18 @@ class Tracker:
 
     @_guard_store
     def end_run(self, run_id: str, *, error: str | None = None) -> None:
+        failure = self._flush_run(run_id)  # asynchronous logging: the run's params/metrics/tags first
+        if failure is not None and not error:
+            error = f"asynchronous logging failed: {type(failure).__name__}: {failure}"
         if error:
             with contextlib.suppress(Exception):
-                self.client.set_tag(run_id, "error", error[:4900])
+                self.client.set_tag(run_id, "error", error[:4900], synchronous=True)
                 self.log_text(run_id, error, "error.txt")
             self.client.set_terminated(run_id, status="FAILED")
         else:
             self.client.set_terminated(run_id, status="FINISHED")
+        if failure is not None:
+            raise failure
 
     @contextlib.contextmanager
     def run(self, run_name: str, **kw):
@@ -125,7 +142,7 @@ class Tracker:
             yield run_id
         except BaseException as exc:
             try:
-                self._end_run_on_error(run_id, exc)
+                self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
             except TrackingStoreError as end_exc:
                 # The store went away: the run stays RUNNING there until the next invocation's
                 # reap_dead_runs marks it FAILED. The first error is the one reported.
@@ -137,10 +154,6 @@ class Tracker:
             raise
         else:
             self.end_run(run_id)
-
-    def _end_run_on_error(self, run_id: str, exc: BaseException) -> None:
-        """How :meth:`run` ends a run whose block raised ``exc`` (a hook: :class:`RemoteTracker` bounds the wait)."""
-        self.end_run(run_id, error=f"{type(exc).__name__}: {exc}")
 
     @_guard_store
     def set_experiment_tags(self, tags: dict) -> None:
@@ -159,13 +172,13 @@ class Tracker:
 
         items = [Param(_metric_name(k), str(v)[:6000]) for k, v in sorted(params.items())]
         for i in range(0, len(items), 100):
-            self.client.log_batch(run_id, params=items[i : i + 100])
+            self._batch(run_id, params=items[i : i + 100])
 
     @_guard_store
     def log_metrics(self, run_id: str, metrics: dict, step: int = 0, model_id: str | None = None) -> None:
         items = _metric_entities(metrics, step, model_id)
         for i in range(0, len(items), 500):
-            self.client.log_batch(run_id, metrics=items[i : i + 500])
+            self._batch(run_id, metrics=items[i : i + 500])
 
     @_guard_store
     def _log_batch(self, run_id: str, *, params: dict, metrics: dict, tags: dict,
@@ -179,7 +192,7 @@ class Tracker:
         ms = _metric_entities(metrics, 0, model_id)
         ts = [RunTag(k, str(v)) for k, v in tags.items()]
         if len(ps) <= 100 and len(ts) <= 100 and len(ps) + len(ts) + len(ms) <= 1000:
-            self.client.log_batch(run_id, metrics=ms, params=ps, tags=ts)
+            self._batch(run_id, metrics=ms, params=ps, tags=ts)
             return
         self.log_params(run_id, params)
         self.log_metrics(run_id, metrics, model_id=model_id)
@@ -189,7 +202,7 @@ class Tracker:
     def set_tags(self, run_id: str, tags: dict) -> None:
         from mlflow.entities import RunTag
 
-        self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        self._batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
     @_guard_store
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
@@ -258,6 +271,8 @@ class Tracker:
         except TypeError:  # post-processors that need sensitive features at predict time
             pred = None
         signature = infer_signature(X_example, pred) if pred is not None else infer_signature(X_example)
+        if self._async_ops.get(run_id) and mlflow.get_tracking_uri() == self.uri:
+            mlflow.flush_async_logging()  # the model copies the run's params: queued ones first (end_run checks them)
         with mlflow.start_run(run_id=run_id, nested=True):
             # Explicit requirements: MLflow's inference loads the model in a subprocess (~12 s a model).
             info = mlflow.sklearn.log_model(model, name=name, signature=signature,
@@ -355,12 +370,7 @@ class Tracker:
     # ------------------------------------------------------------------ reading back
     @_guard_store
     def find_finished_parent(self, fingerprint: str) -> str | None:
-        run = self.find_finished_parent_run(fingerprint)
-        return run.info.run_id if run is not None else None
-
-    @_guard_store
-    def find_finished_parent_run(self, fingerprint: str):
-        """The newest FINISHED experiment (parent) run with this fingerprint, or ``None``."""
+        """The id of the newest FINISHED experiment (parent) run with this fingerprint, or ``None``."""
         runs = self.client.search_runs(
             [self.experiment_id],
             # cell (child) runs carry the fingerprint too: only experiment (parent) runs count
@@ -369,7 +379,7 @@ class Tracker:
             order_by=["attributes.start_time DESC"],
             max_results=1,
         )
-        return runs[0] if runs else None
+        return runs[0].info.run_id if runs else None
 
     @_guard_store
     def latest_parent_run(self, config_hash: str | None = None):
