@@ -8,7 +8,9 @@ session and process group), with its state file ``server.json`` (pid, port, URLs
 directory: ``$FAIRMISS_STATE_DIR``, else ``$XDG_STATE_HOME/fairmiss``, else ``~/.local/state/fairmiss``.
 So the CLI, ``flows.api.run`` from any directory, ``fairmiss serve`` and the DVC stages find the same
 server. ``status`` reports it (and removes a stale state file whose process is gone); ``stop``
-terminates its process group and waits.
+terminates its process group and waits. The server is the one of the state file only while the process it
+names holds the listening socket on its port: a server that answers there but is another process (another
+user's, or one started with another state directory) gets no runs.
 
 **Started on first use and reused.** ``fairmiss run`` / ``study``, ``flows.api.run`` and ``python -m
 flows.run`` (what DVC calls) — when a flow actually runs (a rejected config or an up-to-date check starts
@@ -130,6 +132,26 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` (or one of its children) holds the listening socket on ``port``. A server that
+    answers on the port but is another process (another user's, or one started with another state directory)
+    is not this one: it gets no runs."""
+    import psutil
+
+    def holds(p) -> bool:
+        try:
+            conns = p.net_connections(kind="tcp")
+        except psutil.Error:  # gone, or another user's process
+            return False
+        return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns)
+
+    try:
+        proc = psutil.Process(pid)
+        return holds(proc) or any(holds(c) for c in proc.children(recursive=True))
+    except psutil.Error:
+        return False
+
+
 def read_state() -> ServerState | None:
     try:
         d = json.loads(state_file().read_text())
@@ -149,7 +171,7 @@ def status(*, clean: bool = True) -> tuple[str, ServerState | None]:
             with contextlib.suppress(OSError):
                 state_file().unlink()
         return "stopped", None
-    return ("running" if healthy(st.url) else "not answering"), st
+    return ("running" if healthy(st.url) and listens(st.pid, st.port) else "not answering"), st
 
 
 def _port_free(port: int) -> bool:
@@ -176,8 +198,10 @@ def _lock():
 
 def start(port: int | None = None, *, timeout: float = 120.0) -> tuple[ServerState, bool]:
     """Start the server (or find it running): ``(state, started_now)``. ``port``: that one (must be free),
-    else 4200 when free, else a free port. Waits until ``/api/health`` answers; raises :class:`ServerError`
-    (the server stopped again) when it exits or does not answer within ``timeout`` seconds."""
+    else 4200 when free, else a free port. Waits until ``/api/health`` answers from the process it started
+    (another process that takes the port meanwhile and answers there is not taken for it: with no ``port``
+    named, the server starts on a free port instead); raises :class:`ServerError` (the server stopped again)
+    when it exits or does not answer within ``timeout`` seconds."""
     with _lock():
         state, st = status()
         if state == "running":
@@ -187,38 +211,60 @@ def start(port: int | None = None, *, timeout: float = 120.0) -> tuple[ServerSta
                 return st, False
             raise ServerError(f"the Prefect server (pid {st.pid}) does not answer at {st.url}; see {st.log} "
                               "(`fairmiss server stop` stops it)")
+        chosen = port is None
         if port is None:
             port = DEFAULT_PORT if _port_free(DEFAULT_PORT) else _free_port()
         elif not _port_free(port):
             raise ServerError(f"port {port} on 127.0.0.1 is in use")
-        log = state_dir() / "prefect-server.log"
-        env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-        env.setdefault("PREFECT_SERVER_UI_ENABLED", "true")
-        env.pop("PREFECT_API_URL", None)
-        # The dashboard's own API calls go to the URL in its /ui-settings, which Prefect derives from the
-        # default port, not from --port: on a free port other than 4200 the UI would show whatever server
-        # answers on 4200. Point it at this server, unless the user set the UI's API URL themselves.
-        if not (env.get("PREFECT_UI_API_URL") or env.get("PREFECT_SERVER_UI_API_URL")):
-            env["PREFECT_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
-        cmd = [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
-               "--port", str(port)]
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, cwd=state_dir())
-        st = ServerState(proc.pid, port, f"http://127.0.0.1:{port}", str(log.resolve()))
-        tmp = state_file().with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"pid": st.pid, "port": st.port, "url": st.url, "api_url": st.api_url,
-                                   "log": st.log, "ui": env["PREFECT_SERVER_UI_ENABLED"].lower() not in ("false", "0", "no"),
-                                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
-        os.replace(tmp, state_file())
-        if not _wait_health(st, proc, timeout):
+        st, proc = _launch(port)
+        ok = _wait_health(st, proc, timeout)
+        if not ok and chosen and proc.poll() is not None and _taken(st):
+            # another process took the port between the check and our server's bind (ours exited): a free port
+            _terminate(st.pid, proc)
+            st, proc = _launch(_free_port())
+            ok = _wait_health(st, proc, timeout)
+        if not ok:
             _terminate(st.pid, proc)
             with contextlib.suppress(OSError):
                 state_file().unlink()
+            if _taken(st):
+                raise ServerError(f"port {st.port} on 127.0.0.1 was taken by another process while the Prefect "
+                                  "server started; a server fairmiss did not start gets no runs (another port: --port)")
+            log = Path(st.log)
             tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
             raise ServerError(f"the Prefect server did not answer at {st.url} within {timeout:.0f} s "
                               f"(exit status {proc.poll()}); log {log}:\n{tail}")
         return st, True
+
+
+def _taken(st: ServerState) -> bool:
+    """Whether another process holds the port of ``st`` (its own server has exited)."""
+    return healthy(st.url) or not _port_free(st.port)
+
+
+def _launch(port: int) -> tuple[ServerState, subprocess.Popen]:
+    """Launch ``prefect server start`` on ``port``, detached, and write its state file."""
+    log = state_dir() / "prefect-server.log"
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.setdefault("PREFECT_SERVER_UI_ENABLED", "true")
+    env.pop("PREFECT_API_URL", None)
+    # The dashboard's own API calls go to the URL in its /ui-settings, which Prefect derives from the
+    # default port, not from --port: on a free port other than 4200 the UI would show whatever server
+    # answers on 4200. Point it at this server, unless the user set the UI's API URL themselves.
+    if not (env.get("PREFECT_UI_API_URL") or env.get("PREFECT_SERVER_UI_API_URL")):
+        env["PREFECT_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
+    cmd = [str(Path(sys.executable).parent / "prefect"), "server", "start", "--host", "127.0.0.1",
+           "--port", str(port)]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=state_dir())
+    st = ServerState(proc.pid, port, f"http://127.0.0.1:{port}", str(log.resolve()))
+    tmp = state_file().with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"pid": st.pid, "port": st.port, "url": st.url, "api_url": st.api_url,
+                               "log": st.log, "ui": env["PREFECT_SERVER_UI_ENABLED"].lower() not in ("false", "0", "no"),
+                               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
+    os.replace(tmp, state_file())
+    return st, proc
 
 
 def _wait_health(st: ServerState, proc, timeout: float) -> bool:
@@ -228,7 +274,7 @@ def _wait_health(st: ServerState, proc, timeout: float) -> bool:
             return False
         if proc is None and not _pid_alive(st.pid):
             return False
-        if healthy(st.url):
+        if healthy(st.url) and listens(st.pid, st.port):  # the answer comes from this server, no other
             return True
         time.sleep(0.25)
     return False

@@ -4,8 +4,10 @@ in the fixture's finally."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -233,3 +235,107 @@ def test_each_servers_dashboard_talks_to_its_own_api(started, tmp_path):
         assert "only-here-run" not in names(state)
     finally:
         _cli("server", "stop", "--force", env=env2)
+
+
+# Another program on this machine (another user's Prefect server, or one started with another state directory)
+# that takes the port while fairmiss's server starts: it binds as soon as server.json names the port, answers
+# /api/health as a Prefect server does and writes every request it receives to a file.
+_OTHER_SERVER = r"""
+import http.server, json, pathlib, sys, time
+state, log = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+t0 = time.monotonic()
+while time.monotonic() - t0 < 120:
+    try:
+        port = json.loads(state.read_text())["port"]
+        break
+    except (OSError, ValueError, KeyError):
+        time.sleep(0.01)
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def _answer(self):
+        with log.open("a") as f:
+            f.write(f"{self.command} {self.path}\n")
+        body = b"true"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer
+    def log_message(self, *a):
+        pass
+
+srv = http.server.HTTPServer(("127.0.0.1", port), Handler)
+with log.open("a") as f:
+    f.write(f"LISTENING {port}\n")
+srv.serve_forever()
+"""
+
+
+def _other_server(tmp_path, state_dir):
+    log = tmp_path / "other-server.log"
+    log.touch()
+    proc = subprocess.Popen([sys.executable, "-c", _OTHER_SERVER, str(state_dir / "server.json"), str(log)])
+    return proc, log
+
+
+def test_a_server_that_takes_the_named_port_while_ours_starts_is_refused(tmp_path):
+    """`fairmiss server start --port P`: another process binds P while fairmiss's Prefect server starts (so ours
+    cannot bind it) and answers /api/health. fairmiss does not take it for its own: one error line, exit 2, no
+    state file naming it."""
+    state_dir = tmp_path / "state"
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), server.ENV_STATE_DIR: str(state_dir)}
+    env.pop("PREFECT_API_URL", None)
+    (tmp_path / "home").mkdir()
+    other, log = _other_server(tmp_path, state_dir)
+    port = free_port()
+    try:
+        r = _cli("server", "start", "--port", str(port), "--no-mlflow", env=env)
+        assert f"LISTENING {port}" in log.read_text()  # the other process did hold the port
+        assert r.returncode == 2, (r.stdout, r.stderr[-3000:])
+        [line] = r.stderr.strip().splitlines()
+        assert line.startswith("fairmiss: error: ") and f"port {port}" in line, line
+        assert "started at" not in r.stdout
+        assert not (state_dir / "server.json").exists()
+        assert "not running" in _cli("server", "status", env=env).stdout
+    finally:
+        other.kill()
+        other.wait()
+        _cli("server", "stop", "--force", env=env)
+
+
+def test_runs_never_go_to_a_server_that_took_the_port_while_ours_starts(tmp_path):
+    """What `fairmiss run` / `serve` / `flows.api.run` do (no port named): another process takes the port fairmiss
+    chose while its server starts. fairmiss starts its own on a free port and points Prefect there; the other
+    process receives no request from the runs."""
+    state_dir = tmp_path / "state"
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "home"), server.ENV_STATE_DIR: str(state_dir),
+           server.ENV_MODE: "auto"}
+    env.pop("PREFECT_API_URL", None)
+    (tmp_path / "home").mkdir()
+    hold = socket.socket()  # Prefect's default port stays out of this test (bound, not listening, for its length)
+    with contextlib.suppress(OSError):
+        hold.bind(("127.0.0.1", server.DEFAULT_PORT))
+    other, log = _other_server(tmp_path, state_dir)
+    try:
+        r = subprocess.run([sys.executable, "-c", "from flows.server import use_local_server; "
+                            "print('API', use_local_server())"], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=600)
+        taken = int(log.read_text().split("LISTENING ")[1].split()[0])
+        assert r.returncode == 0, r.stderr[-3000:]
+        api = r.stdout.split("API ")[1].strip()
+        assert api != "None" and f":{taken}/" not in api, (api, taken, r.stderr[-3000:])
+        state = json.loads((state_dir / "server.json").read_text())
+        assert api == state["api_url"] and state["port"] != taken
+        requests_before = log.read_text()
+        assert requests.get(api + "/health", timeout=10).json() is True
+        assert requests.get(api + "/version", timeout=10).status_code == 200
+        flow = _post(f"{api}/flows/", {"name": "mine"})
+        _post(f"{api}/flow_runs/", {"flow_id": flow["id"], "name": "mine-run"})
+        assert log.read_text() == requests_before  # nothing of the runs reached the other process
+        assert "/flow_runs" not in log.read_text() and "/flows" not in log.read_text()
+    finally:
+        other.kill()
+        other.wait()
+        hold.close()
+        _cli("server", "stop", "--force", env=env)
