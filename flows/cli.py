@@ -864,6 +864,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="show Prefect's task logs, library warnings and tracebacks")
     ap.add_argument("--version", action="version", version=f"fairmiss {_version()}")
     sub = ap.add_subparsers(dest="command", required=True)
+    _add_run_commands(sub)
+    _add_data_commands(sub)
+    _add_service_commands(sub)
+    return ap
+
+
+def _add_run_commands(sub) -> None:
+    """run, study, bench."""
     p = sub.add_parser("run", help="run an experiment config through the Prefect flow")
     p.add_argument("config", nargs="?", default=None,
                    help="an experiment config (default: params/compas_default.yaml here, else the built-in copy)")
@@ -887,6 +895,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default="results", help="the leaderboard goes to RESULTS_DIR/bench/<suite>/")
     p.add_argument("--processed-dir", default="processed")
     p.set_defaults(fn=_cmd_bench)
+
+
+def _add_data_commands(sub) -> None:
+    """report, ingest, datasets, validate."""
     p = sub.add_parser("report", help="rebuild a study's HTML report (NAME from params/studies/ or a config path)")
     p.add_argument("name")
     p.add_argument("--quick", action="store_true", help="the report of the study's --quick run")
@@ -914,6 +926,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kinds", action="store_true", help="print every registered dataset, missingness, imputer, "
                    "learner and metric kind with its config fields (the page docs/kinds.md)")
     p.set_defaults(fn=_cmd_validate)
+
+
+def _add_service_commands(sub) -> None:
+    """serve, worker, compare, ui, server."""
     p = sub.add_parser("serve", help="create Prefect deployments with schedules and run them")
     p.add_argument("schedules", nargs="?", default="params/schedules.yaml")
     p.add_argument("--results-dir", default="results")
@@ -953,7 +969,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_seconds, default=120.0, help="start: seconds to wait for the server to answer")
     p.add_argument("--force", action="store_true", help="stop: even while flow runs are RUNNING on the server")
     p.set_defaults(fn=_cmd_server)
-    return ap
 
 
 def _crash_stacks() -> None:
@@ -1013,6 +1028,12 @@ def main(argv: list[str] | None = None) -> int:
         # again (the idiom of Python's signal documentation)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except KeyboardInterrupt:
+        # Ctrl-C while the command still starts (its imports, the config's checks: the first seconds), before
+        # a flow's own handling (flows.errors.run_guarded) is in place: one line and 130, not a traceback
+        print("fairmiss: interrupted (Ctrl-C) while the command was starting; no run was started, and the same "
+              "command starts it again", file=sys.stderr)
+        return 130
     except PluginError as exc:  # an installed plugin that cannot be imported: the user's environment, not a bug
         print(f"fairmiss: error: {' '.join(str(exc).split())} (fix or uninstall that distribution)", file=sys.stderr)
         return 2

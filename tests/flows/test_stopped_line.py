@@ -52,3 +52,28 @@ def test_a_parent_run_not_confirmed_failed_is_not_said_to_be(tmp_path):
     line = errors.stopped_line("interrupted (Ctrl-C)")
     assert "is marked FAILED" not in line and "was not confirmed FAILED" in line and parent in line, line
     assert tracker.client.get_run(parent).info.status == "RUNNING"
+
+
+@pytest.mark.parametrize("delay", [0.3, 0.8])
+def test_ctrl_c_while_the_command_starts_is_one_line_and_130(tmp_path, delay):
+    """Ctrl-C in the command's first second (its imports, the config's checks), before a flow's own handling is in
+    place: one line and exit 130 — it was a KeyboardInterrupt traceback and death by SIGINT (exit -2)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    p = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", str(ROOT / "params" / "compas_default.yaml"),
+                          "--results-dir", str(tmp_path / "results"), "--processed-dir", str(tmp_path / "processed")],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             [str(ROOT), str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])})
+    time.sleep(delay)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (p.returncode, err[-2000:])
+    assert "Traceback" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1].startswith("fairmiss: interrupted (Ctrl-C)"), err[-2000:]

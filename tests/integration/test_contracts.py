@@ -81,3 +81,29 @@ def test_tracking_modules_stay_small():
     sizes = {p.name: len(p.read_text().splitlines()) for p in root.glob("*.py")}
     assert {"store.py", "tracker.py", "models.py"} <= set(sizes), sizes
     assert max(sizes.values()) < 400, sizes
+
+
+def test_flow_functions_stay_readable():
+    """The flows read top to bottom (docs/development.md): no function in ``flows/`` over 80 lines, no function
+    nested in another over 20; an optimisation is a named function of its own."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "flows"
+    long, nested = [], []
+
+    def visit(node, inside: bool, path: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = child.end_lineno - child.lineno + 1
+                if n > 80:
+                    long.append((path, child.name, n))
+                if inside and n > 20:
+                    nested.append((path, child.name, n))
+                visit(child, True, path)
+            else:
+                visit(child, inside, path)
+
+    for p in sorted(root.glob("*.py")):
+        visit(ast.parse(p.read_text()), False, p.name)
+    assert not long and not nested, (long, nested)
