@@ -16,10 +16,11 @@ Prediction (``ensemble``):
   averaged). The draws come from a generator seeded with ``random_state`` at every call (or the
   ``random_state`` given to ``predict``): the same seed and the same rows give the same predictions. A row's
   prediction depends on its position in the batch, as fairlearn's randomized predictions do.
-* ``"average"``: the members' P(y = 1) averaged, thresholded at 0.5 (a tie predicts the first class). This is
-  *not* the paper's rule: thresholding the average of fair members is a deterministic classifier that Lemma 1
-  does not cover, and it need not keep the members' equalized odds (``tests/learners/test_feng2023_scoring.py``
-  builds a case where it does not).
+* ``"average"``: the members' P(y = 1) averaged, thresholded at 0.5 (a tie predicts the first class). The
+  paper offers averaging the members' scores as an alternative for members that output scores ("an analogous
+  argument justifies averaging the scores"); that argument is about the averaged score, not about thresholding
+  it. The thresholded average is a deterministic classifier that Lemma 1 does not cover, and it need not keep
+  the members' equalized odds (``tests/learners/test_feng2023_scoring.py`` builds a case where it does not).
 
 ``predict_proba`` is the members' averaged P(y = 1) under both rules (the score, e.g. for AUC). For members
 whose P(y = 1) is the probability of their randomized prediction (fairlearn's reductions and post-processing)
@@ -101,13 +102,11 @@ class _MissingAwareBinary:
 class FairMissBagClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimator):
     """FairMissBag (module docstring). ``ensemble="random"`` (default): each row gets the prediction of one
     member drawn uniformly (the paper's rule, seeded by ``random_state``); ``ensemble="average"``: the members'
-    averaged P(y = 1) > 0.5, a deterministic rule that is not the paper's and need not keep equalized odds."""
+    averaged P(y = 1) > 0.5, deterministic, outside Lemma 1 and need not keep equalized odds.
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # the random-member rule draws per row: a row's label depends on its place in the batch
-        tags.non_deterministic = self.ensemble == "random"
-        return tags
+    Under either rule the predictions are deterministic given ``random_state`` and the batch, so scikit-learn's
+    ``non_deterministic`` tag is not set; the random rule's labels depend on the batch (a row's draw depends on
+    its position), which scikit-learn's sample-order and subset invariance checks reject."""
 
     def __init__(self, estimator=None, n_estimators: int = 10, strategy: str = "mean", add_indicator: bool = True,
                  ensemble: str = "random", fit_groups: bool = True, predict_groups: bool = False,

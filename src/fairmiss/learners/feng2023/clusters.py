@@ -2,7 +2,9 @@
 in a simple form: the data are split greedily, like a decision tree whose only questions are "is feature j
 missing?", and a clone of the fair ``estimator`` is fitted on each leaf (cluster) on zero-imputed features.
 
-Splitting rule (ours; the paper's exact criterion is not in this repository): a cluster is split on the
+Splitting rule (ours, not the paper's Algorithm 1, which splits a cluster on the feature whose two children's
+linear classifiers have the smallest summed loss, only while that loss is below the unsplit cluster's, among
+the splits whose children keep every group's share within [β, α] and at least k rows): a cluster is split on the
 missingness indicator m_j that most reduces the label's entropy (the information the missingness pattern
 carries about Y, the quantity Feng et al.'s bound is about), among the splits whose two children each keep
 at least ``min_cell`` rows in every (group, label) cell present in the training data — so every cluster can
@@ -15,12 +17,11 @@ when it takes one: fairlearn's ExponentiatedGradient predicts by a randomized dr
 is about that randomized classifier, so its labels are drawn as the fairlearn baselines' are.
 ``prediction="threshold"`` returns 1 where the model's P(y = 1) exceeds 0.5 instead: deterministic, but for a
 randomized fair model a different classifier from the one the constraint was fitted for. ``predict_proba`` is
-the cluster model's P(y = 1) under both.
+the cluster model's P(y = 1) under both. The paper applies an off-the-shelf fairness intervention to each
+cluster and predicts with it, which is ``prediction="model"``.
 """
 
 from __future__ import annotations
-
-import inspect
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -53,16 +54,6 @@ class PatternClusterClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimat
         self.predict_groups = predict_groups
         self.prediction = prediction
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # a randomized cluster model draws its labels per row: a row's label depends on its place in the batch
-        try:
-            randomized = "random_state" in inspect.signature(self._base().predict).parameters
-        except (TypeError, ValueError):
-            randomized = False
-        tags.non_deterministic = self.prediction == "model" and randomized
-        return tags
 
     def _ok(self, rows_y, rows_s, cells) -> bool:
         return all(((rows_s == g) & (rows_y == c)).sum() >= self.min_cell for g, c in cells)

@@ -74,7 +74,8 @@ class FairMissBagSpec(_Adapted):
     imputation per resample, a ``base`` fair learner per resample. ``ensemble: random`` (default, the paper's
     rule): each row gets the own prediction of one member drawn uniformly, seeded by the cell's seed — the rule
     under which fair members give a fair ensemble (Lemma 1). ``ensemble: average``: the members' averaged
-    P(y = 1) > 0.5, deterministic; not the paper's rule, and it need not keep the members' equalized odds."""
+    P(y = 1) > 0.5, deterministic; the paper's alternative averages scores, and thresholding the average is
+    outside Lemma 1: it need not keep the members' equalized odds."""
 
     kind: Literal["fairmissbag"] = "fairmissbag"
     base: dict[str, Any] = Field(default_factory=lambda: {"kind": "exponentiated_gradient"}, validate_default=True)
