@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -39,15 +40,43 @@ RESULT_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "fairlearn", "xgb
 NOT_CELL_CODE = ("tracking", "reporting", "bench")
 
 
+def _regular(spec) -> bool:
+    """A regular package's spec (a directory with ``__init__.py``), not a namespace portion."""
+    return spec is not None and spec.origin not in (None, "namespace") and bool(spec.submodule_search_locations)
+
+
+def _package_spec(pkg: str):
+    """The spec of the regular package ``pkg`` as this process imports it, or None. A directory of the same name
+    without ``__init__.py`` on ``sys.path`` (e.g. ``tests/flows``, put there by pytest's rootdir conftest) is a
+    namespace portion: the path finder returns it before the finders after it (an editable install's) are asked,
+    although the package's modules load from the regular package. Such a spec is passed over: every meta-path
+    finder is asked in turn, and the first regular package is taken."""
+    try:
+        spec = importlib.util.find_spec(pkg)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or _regular(spec):
+        return spec
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            got = find(pkg, None)
+        except (ImportError, ValueError, TypeError):
+            continue
+        if _regular(got):
+            return got
+    return None
+
+
 def source_roots() -> list[Path]:
-    """Directories of the packages whose sources are hashed: fairmiss, and flows / tasks when importable."""
+    """Directories of the packages whose sources are hashed: fairmiss, and flows / tasks when importable as
+    regular packages (a namespace directory of the same name is not the package; see :func:`_package_spec`)."""
     roots = [Path(__file__).resolve().parent]
     for pkg in ("flows", "tasks"):
-        try:
-            spec = importlib.util.find_spec(pkg)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None and spec.submodule_search_locations:
+        spec = _package_spec(pkg)
+        if spec is not None:
             roots.extend(Path(p).resolve() for p in spec.submodule_search_locations)
     return roots
 

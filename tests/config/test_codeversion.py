@@ -15,6 +15,39 @@ def test_this_process_hashes_library_flows_and_tasks():
     assert code_version() == hash_sources(roots) and code_version().startswith("src-")
 
 
+def test_a_namespace_directory_named_like_a_package_is_not_hashed(tmp_path, monkeypatch):
+    """pytest puts ``tests/`` on ``sys.path`` (its rootdir conftest), and ``tests/flows`` has no ``__init__.py``:
+    where the repository root is not on ``sys.path`` (the ``pytest`` script, or ``python -m pytest`` from another
+    directory) and the packages come from an editable install, the path finder returned that namespace directory
+    as ``flows`` and the code version hashed the tests. Here: a namespace ``flows`` / ``tasks`` ahead of
+    everything, the root off ``sys.path``, and the packages only reachable through a finder after the path
+    finder, as an editable install's is."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    from pathlib import Path
+
+    for pkg in ("flows", "tasks"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "decoy.py").write_text("x = 1\n")
+        monkeypatch.delitem(sys.modules, pkg, raising=False)
+
+    class Editable:  # like setuptools' editable finder: top-level names mapped to directories
+        @staticmethod
+        def find_spec(fullname, path=None, target=None):
+            if fullname in ("flows", "tasks"):
+                return importlib.machinery.PathFinder.find_spec(fullname, [str(ROOT)])
+            return None
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT])
+    monkeypatch.setattr(sys, "meta_path", [importlib.machinery.PathFinder, Editable])
+    importlib.invalidate_caches()
+    assert importlib.util.find_spec("flows").origin is None  # the namespace directory comes first
+    roots = source_roots()
+    assert roots[1:] == [ROOT / "flows", ROOT / "tasks"], roots
+
+
 def test_outputs_do_not_change_the_code_version_sources_do(tmp_path):
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{ROOT}", str(clone)], check=True, timeout=300)

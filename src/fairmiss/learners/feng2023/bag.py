@@ -1,13 +1,30 @@
-"""FairMissBag (Feng, Calmon & Wang 2023, §4.3): a bagged ensemble of fair classifiers over imputed data.
+"""FairMissBag (Feng, Calmon & Wang 2023, §5): a bagged ensemble of fair classifiers over imputed data.
 
 For each of ``n_estimators`` resamples: a bootstrap stratified by (group, label) — exactly n_{s,y} rows drawn
 with replacement from each (s, y) cell of the training data, so every resample keeps the cells' sizes —
 then missingness indicators plus imputation fitted on the resample (scikit-learn's ``SimpleImputer`` with
-``add_indicator``), then a clone of the fair ``estimator`` fitted on it with the resample's groups. The
-ensemble averages the members' P(y = 1) (``ensemble="average"``; a tie at 0.5 predicts 0), or lets one
-member, drawn uniformly per row, give P(y = 1) (``ensemble="random"``, drawn from a generator seeded with
-``random_state`` at every call, so predictions are reproducible); the prediction is P(y = 1) > 0.5. Member k's resample and seed derive from
-``random_state`` and k only (``np.random.SeedSequence``), so a fit is deterministic under the seed.
+``add_indicator``), then a clone of the fair ``estimator`` fitted on it with the resample's groups. Member k's
+resample and seed derive from ``random_state`` and k only (``np.random.SeedSequence``), so a fit is
+deterministic under the seed.
+
+Prediction (``ensemble``):
+
+* ``"random"`` (the default; the paper's rule, the one its Lemma 1 is about): for every row one member is drawn
+  uniformly, and the row gets *that member's own prediction* — its ``predict``, so a randomized fair classifier
+  (fairlearn's ExponentiatedGradient, ThresholdOptimizer) keeps its randomization, seeded. If every member
+  satisfies equalized odds within ε, so does this ensemble (Lemma 1: its rates are the members' rates
+  averaged). The draws come from a generator seeded with ``random_state`` at every call (or the
+  ``random_state`` given to ``predict``): the same seed and the same rows give the same predictions. A row's
+  prediction depends on its position in the batch, as fairlearn's randomized predictions do.
+* ``"average"``: the members' P(y = 1) averaged, thresholded at 0.5 (a tie predicts the first class). The
+  paper offers averaging the members' scores as an alternative for members that output scores ("an analogous
+  argument justifies averaging the scores"); that argument is about the averaged score, not about thresholding
+  it. The thresholded average is a deterministic classifier that Lemma 1 does not cover, and it need not keep
+  the members' equalized odds (``tests/learners/test_feng2023_scoring.py`` builds a case where it does not).
+
+``predict_proba`` is the members' averaged P(y = 1) under both rules (the score, e.g. for AUC). For members
+whose P(y = 1) is the probability of their randomized prediction (fairlearn's reductions and post-processing)
+it is exactly the probability that the ``"random"`` rule predicts 1.
 
 The fair estimator takes ``sensitive_features`` in ``fit`` (``fit_groups=True``; the bootstrap is stratified by
 the groups whenever they are given) (fairlearn reductions, the Fair MIP Forest,
@@ -16,6 +33,8 @@ ThresholdOptimizer, fitted per member on ``carve_validation`` of the resample wi
 """
 
 from __future__ import annotations
+
+import inspect
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -36,6 +55,19 @@ def stratified_bootstrap(y, group, rng: np.random.Generator) -> np.ndarray:
         rows = np.flatnonzero((group.astype(str) == g) & (y.astype(str) == c))
         out.append(rows[rng.integers(0, len(rows), size=len(rows))])
     return np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=int)
+
+
+def own_predict(est, X, kw, seed: int) -> np.ndarray:
+    """``est``'s own prediction on ``X``: its ``predict`` with the keyword data ``kw``, and ``random_state=seed``
+    when its ``predict`` takes one (a randomized classifier: fairlearn's ExponentiatedGradient and
+    ThresholdOptimizer draw their labels)."""
+    try:
+        takes_seed = "random_state" in inspect.signature(est.predict).parameters
+    except (TypeError, ValueError):
+        takes_seed = False
+    if takes_seed:
+        return np.asarray(est.predict(X, random_state=int(seed), **kw))
+    return np.asarray(est.predict(X, **kw))
 
 
 def _proba1(est, X, kw) -> np.ndarray:
@@ -68,8 +100,16 @@ class _MissingAwareBinary:
 
 
 class FairMissBagClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimator):
+    """FairMissBag (module docstring). ``ensemble="random"`` (default): each row gets the prediction of one
+    member drawn uniformly (the paper's rule, seeded by ``random_state``); ``ensemble="average"``: the members'
+    averaged P(y = 1) > 0.5, deterministic, outside Lemma 1 and need not keep equalized odds.
+
+    Under either rule the predictions are deterministic given ``random_state`` and the batch, so scikit-learn's
+    ``non_deterministic`` tag is not set; the random rule's labels depend on the batch (a row's draw depends on
+    its position), which scikit-learn's sample-order and subset invariance checks reject."""
+
     def __init__(self, estimator=None, n_estimators: int = 10, strategy: str = "mean", add_indicator: bool = True,
-                 ensemble: str = "average", fit_groups: bool = True, predict_groups: bool = False,
+                 ensemble: str = "random", fit_groups: bool = True, predict_groups: bool = False,
                  carve_validation: float | None = None, random_state: int | None = 0):
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -123,25 +163,39 @@ class FairMissBagClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimator)
             self.resamples_.append(idx)
         return self
 
-    def _member_outputs(self, X, sensitive_features, fn):
+    def _inputs(self, X, sensitive_features):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False)
-        kw = {}
+        s = None
         if self.predict_groups:
             s = np.zeros(len(X), dtype=int) if sensitive_features is None else np.asarray(sensitive_features)
-            kw = {"sensitive_features": s}
-        return np.stack([fn(est, imp.transform(X), kw) for imp, est in self.members_], axis=1)
+            if len(s) != len(X):
+                raise ValueError(f"sensitive_features has {len(s)} entries, X has {len(X)} rows")
+        return X, s
 
     def predict_proba(self, X, sensitive_features=None):
-        P = self._member_outputs(X, sensitive_features, _proba1)
-        if self.ensemble == "average":
-            p1 = P.mean(axis=1)
-        else:
-            pick = np.random.default_rng(self.random_state).integers(0, P.shape[1], size=len(P))
-            p1 = P[np.arange(len(P)), pick]
+        """The members' averaged P(y = 1) (under both rules; see the module docstring)."""
+        X, s = self._inputs(X, sensitive_features)
+        kw = {} if s is None else {"sensitive_features": s}
+        p1 = np.mean([_proba1(est, imp.transform(X), kw) for imp, est in self.members_], axis=0)
         return np.stack([1 - p1, p1], axis=1)
 
-    def predict(self, X, sensitive_features=None):
-        """1 where the ensemble's P(y = 1) exceeds 0.5 (a tie at 0.5 predicts the first class)."""
-        p1 = self.predict_proba(X, sensitive_features)[:, 1]
-        return self.classes_[(p1 > 0.5).astype(int)]
+    def predict(self, X, sensitive_features=None, random_state=None):
+        """``ensemble="random"``: every row gets the own (possibly randomized) prediction of one member drawn
+        uniformly, from a generator seeded with ``random_state`` (default: the estimator's). ``"average"``: 1
+        where the members' averaged P(y = 1) exceeds 0.5 (a tie predicts the first class)."""
+        if self.ensemble == "average":
+            p1 = self.predict_proba(X, sensitive_features)[:, 1]
+            return self.classes_[(p1 > 0.5).astype(int)]
+        X, s = self._inputs(X, sensitive_features)
+        seed = self.random_state if random_state is None else random_state
+        rng = np.random.default_rng(0 if seed is None else int(seed))
+        member_seeds = rng.integers(0, 2**31 - 1, size=len(self.members_))
+        pick = rng.integers(0, len(self.members_), size=len(X))
+        out = np.zeros(len(X), dtype=int)
+        for k, (imp, est) in enumerate(self.members_):
+            rows = np.flatnonzero(pick == k)
+            if rows.size:
+                kw = {} if s is None else {"sensitive_features": s[rows]}
+                out[rows] = own_predict(est, imp.transform(X[rows]), kw, member_seeds[k]).astype(int)
+        return self.classes_[out]

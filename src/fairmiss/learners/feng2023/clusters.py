@@ -2,13 +2,23 @@
 in a simple form: the data are split greedily, like a decision tree whose only questions are "is feature j
 missing?", and a clone of the fair ``estimator`` is fitted on each leaf (cluster) on zero-imputed features.
 
-Splitting rule (ours; the paper's exact criterion is not in this repository): a cluster is split on the
+Splitting rule (ours, not the paper's Algorithm 1, which splits a cluster on the feature whose two children's
+linear classifiers have the smallest summed loss, only while that loss is below the unsplit cluster's, among
+the splits whose children keep every group's share within [β, α] and at least k rows): a cluster is split on the
 missingness indicator m_j that most reduces the label's entropy (the information the missingness pattern
 carries about Y, the quantity Feng et al.'s bound is about), among the splits whose two children each keep
 at least ``min_cell`` rows in every (group, label) cell present in the training data — so every cluster can
 train a group-fair classifier ("fairness-aware splitting"). Splits with zero gain are not made; at most
-``max_clusters`` leaves; ties between features are broken by the lowest column index. Prediction routes a
-row by its own pattern.
+``max_clusters`` leaves; ties between features are broken by the lowest column index.
+
+Prediction routes a row by its own pattern to its cluster's fair model. ``prediction="model"`` (the default)
+returns that model's own prediction — its ``predict``, seeded with ``random_state`` (and the cluster's index)
+when it takes one: fairlearn's ExponentiatedGradient predicts by a randomized draw, and its fairness guarantee
+is about that randomized classifier, so its labels are drawn as the fairlearn baselines' are.
+``prediction="threshold"`` returns 1 where the model's P(y = 1) exceeds 0.5 instead: deterministic, but for a
+randomized fair model a different classifier from the one the constraint was fitted for. ``predict_proba`` is
+the cluster model's P(y = 1) under both. The paper applies an off-the-shelf fairness intervention to each
+cluster and predicts with it, which is ``prediction="model"``.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fairmiss.learners.feng2023.bag import _MissingAwareBinary, _proba1
+from fairmiss.learners.feng2023.bag import _MissingAwareBinary, _proba1, own_predict
 
 __all__ = ["PatternClusterClassifier"]
 
@@ -32,13 +42,18 @@ def _entropy(y) -> float:
 
 
 class PatternClusterClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimator):
+    """Missing-pattern clusters with a fair model each (module docstring). ``prediction="model"`` (default): the
+    cluster model's own (seeded) prediction; ``"threshold"``: its P(y = 1) > 0.5."""
+
     def __init__(self, estimator=None, min_cell: int = 20, max_clusters: int = 4, fit_groups: bool = True,
-                 predict_groups: bool = False):
+                 predict_groups: bool = False, prediction: str = "model", random_state: int | None = 0):
         self.estimator = estimator
         self.min_cell = min_cell
         self.max_clusters = max_clusters
         self.fit_groups = fit_groups
         self.predict_groups = predict_groups
+        self.prediction = prediction
+        self.random_state = random_state
 
     def _ok(self, rows_y, rows_s, cells) -> bool:
         return all(((rows_s == g) & (rows_y == c)).sum() >= self.min_cell for g, c in cells)
@@ -46,6 +61,8 @@ class PatternClusterClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimat
     def fit(self, X, y, sensitive_features=None):
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan", reset=True)
         check_classification_targets(y)
+        if self.prediction not in ("model", "threshold"):
+            raise ValueError(f"prediction must be 'model' or 'threshold', got {self.prediction!r}")
         self.classes_ = np.unique(y)
         if len(self.classes_) > 2:
             raise ValueError("Only binary classification is supported. The type of the target is multiclass.")
@@ -105,7 +122,22 @@ class PatternClusterClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimat
                 p1[sel] = _proba1(est, X[sel], kw)
         return np.stack([1 - p1, p1], axis=1)
 
-    def predict(self, X, sensitive_features=None):
-        """1 where the row's cluster model gives P(y = 1) > 0.5."""
+    def predict(self, X, sensitive_features=None, random_state=None):
+        """``prediction="model"``: the row's cluster model's own prediction (seeded with ``random_state``,
+        default the estimator's, and the cluster's index, when the model draws its labels); ``"threshold"``:
+        1 where that model's P(y = 1) exceeds 0.5."""
         check_is_fitted(self)
-        return self.classes_[(self.predict_proba(X, sensitive_features)[:, 1] > 0.5).astype(int)]
+        if self.prediction == "threshold":
+            return self.classes_[(self.predict_proba(X, sensitive_features)[:, 1] > 0.5).astype(int)]
+        k = self.assign(X)
+        X = np.nan_to_num(np.asarray(X, dtype=float), nan=0.0)
+        s = np.zeros(len(X), dtype=int) if sensitive_features is None else np.asarray(sensitive_features)
+        seed = self.random_state if random_state is None else random_state
+        seeds = np.random.SeedSequence(0 if seed is None else int(seed)).generate_state(len(self.models_))
+        out = np.zeros(len(X), dtype=int)
+        for c, est in enumerate(self.models_):
+            sel = k == c
+            if sel.any():
+                kw = {"sensitive_features": s[sel]} if self.predict_groups else {}
+                out[sel] = own_predict(est, X[sel], kw, int(seeds[c] % (2**31 - 1))).astype(int)
+        return self.classes_[out]

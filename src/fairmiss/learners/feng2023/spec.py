@@ -71,24 +71,32 @@ class AdaptiveSpec(_Adapted):
 
 class FairMissBagSpec(_Adapted):
     """FairMissBag: ``n_estimators`` (group, label)-stratified bootstraps, indicators + ``strategy``
-    imputation per resample, a ``base`` fair learner per resample, averaged or random-choice ensemble."""
+    imputation per resample, a ``base`` fair learner per resample. ``ensemble: random`` (default, the paper's
+    rule): each row gets the own prediction of one member drawn uniformly, seeded by the cell's seed — the rule
+    under which fair members give a fair ensemble (Lemma 1). ``ensemble: average``: the members' averaged
+    P(y = 1) > 0.5, deterministic; the paper's alternative averages scores, and thresholding the average is
+    outside Lemma 1: it need not keep the members' equalized odds."""
 
     kind: Literal["fairmissbag"] = "fairmissbag"
     base: dict[str, Any] = Field(default_factory=lambda: {"kind": "exponentiated_gradient"}, validate_default=True)
     n_estimators: Annotated[int, Field(ge=1, le=500)] = 10
     strategy: Literal["mean", "median", "most_frequent"] = "mean"
     add_indicator: bool = True
-    ensemble: Literal["average", "random"] = "average"
+    ensemble: Literal["random", "average"] = "random"
 
 
 class PatternClustersSpec(_Adapted):
     """Missing-pattern clusters (greedy splits on missingness indicators with the largest label-entropy gain,
-    every (group, label) cell >= ``min_cell`` rows in each cluster), a ``base`` fair learner per cluster."""
+    every (group, label) cell >= ``min_cell`` rows in each cluster), a ``base`` fair learner per cluster.
+    ``prediction: model`` (default): a row gets its cluster model's own prediction (a randomized model such as
+    fairlearn's ExponentiatedGradient draws it, seeded by the cell's seed, as the fairlearn baselines are
+    scored); ``prediction: threshold``: the cluster model's P(y = 1) > 0.5 (deterministic)."""
 
     kind: Literal["pattern_clusters"] = "pattern_clusters"
     base: dict[str, Any] = Field(default_factory=lambda: {"kind": "exponentiated_gradient"}, validate_default=True)
     min_cell: Annotated[int, Field(ge=1)] = 20
     max_clusters: Annotated[int, Field(ge=1, le=64)] = 4
+    prediction: Literal["model", "threshold"] = "model"
 
 
 def _adaptive(spec, seed, threads, feature_names=None):
@@ -107,7 +115,8 @@ def _fairmissbag(spec, seed, threads, feature_names=None):
                                 add_indicator=spec.add_indicator, ensemble=spec.ensemble,
                                 fit_groups=inner.needs_sensitive_fit, predict_groups=inner.needs_sensitive_predict,
                                 carve_validation=inner.carve_validation, random_state=seed)
-    return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=inner.needs_sensitive_predict, seed=seed)
+    return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=inner.needs_sensitive_predict,
+                   randomized_predict=spec.ensemble == "random", seed=seed)
 
 
 def _pattern_clusters(spec, seed, threads, feature_names=None):
@@ -115,8 +124,10 @@ def _pattern_clusters(spec, seed, threads, feature_names=None):
     if inner.carve_validation:
         raise ValueError(f"pattern_clusters: base '{spec.base['kind']}' carves a validation split; not supported")
     est = PatternClusterClassifier(inner.estimator, min_cell=spec.min_cell, max_clusters=spec.max_clusters,
-                                   fit_groups=inner.needs_sensitive_fit, predict_groups=inner.needs_sensitive_predict)
-    return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=inner.needs_sensitive_predict, seed=seed)
+                                   fit_groups=inner.needs_sensitive_fit, predict_groups=inner.needs_sensitive_predict,
+                                   prediction=spec.prediction, random_state=seed)
+    return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=inner.needs_sensitive_predict,
+                   randomized_predict=spec.prediction == "model" and inner.randomized_predict, seed=seed)
 
 
 LEARNER_KINDS.register("adaptive", AdaptiveSpec, _adaptive, family="feng2023", needs_feature_names=True)
