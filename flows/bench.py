@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import sys
+import time
 from pathlib import Path
 
 __all__ = ["bench_command", "compare_suite", "plan_lines"]
@@ -157,18 +158,43 @@ def bench_command(suite_path: str | Path, *, quick: bool = False, plan: bool = F
 
         use_local_server()  # before run_guarded imports Prefect (its settings are read at import)
 
+        progress = SuiteProgress([len(cfg.cells()) for _, _, cfg in todo])
+
         def run_all() -> None:
-            for name, path, cfg in todo:
-                print(f"{name}: running {len(cfg.cells())} cells ({cfg.experiment})", flush=True)
+            for i, (name, path, cfg) in enumerate(todo):
+                print(f"{name}: running {len(cfg.cells())} cells ({cfg.experiment}); {progress.before(i)}", flush=True)
                 outs[name] = start_flow(cfg, path, **state["kw"])
                 failed = outs[name].get("failed") or []
                 print(f"{name}: done{f'; {len(failed)} cell(s) failed' if failed else ''} (results in "
-                      f"{outs[name]['results_dir']})", flush=True)
+                      f"{outs[name]['results_dir']}); {progress.after(i)}", flush=True)
 
         status = run_guarded(run_all)
         if status:
             return status
     return guarded_without_prefect(lambda: _leaderboard(suite, outs, state["out_dir"], command, n_boot))
+
+
+class SuiteProgress:
+    """The suite-wide line beside each dataset's own progress: which dataset of how many, the suite's cells done,
+    and once one dataset has run, the time left for the others from the suite's time per cell so far (datasets
+    differ in cost per cell, so it is marked ``~``). ``clock``: seconds (monotonic)."""
+
+    def __init__(self, cells: list[int], clock=time.monotonic):
+        self.cells, self.clock, self.t0 = cells, clock, clock()
+
+    def before(self, i: int) -> str:
+        return f"suite: dataset {i + 1} of {len(self.cells)}, {sum(self.cells[:i])} of {sum(self.cells)} cells done"
+
+    def after(self, i: int) -> str:
+        done, total = sum(self.cells[:i + 1]), sum(self.cells)
+        spent = self.clock() - self.t0
+        left = "" if done >= total else f", ~{_hms(spent / done * (total - done))} left"
+        return f"suite: {done} of {total} cells done in {_hms(spent)}{left}"
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def _leaderboard(suite, outs: dict, out_dir: Path, command: str | None, n_boot: int) -> None:
