@@ -26,6 +26,12 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [first + i * step for i in range(int((hi - first) / step) + 1)]
 
 
+def _title_width(title: str) -> int:
+    """The width a figure needs for its title (13 px bold) to fit, in a wide sans-serif such as DejaVu Sans
+    Bold (up to ~8 px a character)."""
+    return int(8.4 * len(title)) + 20
+
+
 def _finite(*vals) -> list[float]:
     return [float(v) for v in vals if v is not None and isinstance(v, (int, float)) and math.isfinite(v)]
 
@@ -37,6 +43,7 @@ def front_svg(points: list[dict], *, x_metric: str, y_metric: str, x_dir: str, y
     bars; the candidates on the front filled and joined, those off it hollow (grey when clearly dominated).
     ``points``: ``{candidate, x, x_low, x_high, y, y_low, y_high, on_front, clearly_dominated}``."""
     e = html.escape
+    w = max(_W, _title_width(title))  # a long title widens the figure rather than being cut off at its edges
     xs = _finite(*[v for p in points for v in (p["x"], p["x_low"], p["x_high"])])
     ys = _finite(*[v for p in points for v in (p["y"], p["y_low"], p["y_high"])])
     if not xs or not ys:
@@ -47,22 +54,22 @@ def front_svg(points: list[dict], *, x_metric: str, y_metric: str, x_dir: str, y
     x0, x1, y0, y1 = x0 - px, x1 + px, y0 - py, y1 + py
 
     def sx(v):
-        return _L + (v - x0) / (x1 - x0) * (_W - _L - _R)
+        return _L + (v - x0) / (x1 - x0) * (w - _L - _R)
 
     def sy(v):
         return _H - _B - (v - y0) / (y1 - y0) * (_H - _T - _B)
 
-    out = [f"<svg class='front' width='{_W}' height='{_H}' "
-           f"viewBox='0 0 {_W} {_H}' data-dataset='{e(dataset)}' data-scenario='{e(scenario)}' "
+    out = [f"<svg class='front' width='{w}' height='{_H}' "
+           f"viewBox='0 0 {w} {_H}' data-dataset='{e(dataset)}' data-scenario='{e(scenario)}' "
            f"data-x='{e(x_metric)}' data-y='{e(y_metric)}' role='img'><title>{e(title)}</title>",
-           f"<text x='{_W / 2}' y='16' text-anchor='middle' font-size='13' font-weight='bold'>{e(title)}</text>",
-           f"<rect x='{_L}' y='{_T}' width='{_W - _L - _R}' height='{_H - _T - _B}' fill='none' stroke='#999'/>"]
+           f"<text x='{w / 2}' y='16' text-anchor='middle' font-size='13' font-weight='bold'>{e(title)}</text>",
+           f"<rect x='{_L}' y='{_T}' width='{w - _L - _R}' height='{_H - _T - _B}' fill='none' stroke='#999'/>"]
     for v in _ticks(x0, x1):
         out.append(f"<text x='{sx(v):.1f}' y='{_H - _B + 14}' text-anchor='middle' font-size='10'>{v:.3g}</text>")
     for v in _ticks(y0, y1):
         out.append(f"<text x='{_L - 4}' y='{sy(v) + 3:.1f}' text-anchor='end' font-size='10'>{v:.3g}</text>")
     better = {"max": "higher is better", "min": "lower is better"}
-    out.append(f"<text x='{(_L + _W - _R) / 2}' y='{_H - 8}' text-anchor='middle' font-size='11'>"
+    out.append(f"<text x='{(_L + w - _R) / 2}' y='{_H - 8}' text-anchor='middle' font-size='11'>"
                f"{e(x_metric)} ({better[x_dir]})</text>")
     out.append(f"<text transform='translate(12 {(_T + _H - _B) / 2}) rotate(-90)' text-anchor='middle' "
                f"font-size='11'>{e(y_metric)} ({better[y_dir]})</text>")
@@ -85,7 +92,7 @@ def front_svg(points: list[dict], *, x_metric: str, y_metric: str, x_dir: str, y
         state = "front" if p["on_front"] else ("clearly-dominated" if p["clearly_dominated"] else "dominated")
         out.append(f"<circle cx='{cx:.1f}' cy='{cy:.1f}' r='4' fill='{fill}' stroke='{color}' stroke-width='1.5' "
                    f"data-candidate='{e(p['candidate'])}' data-state='{state}'/>")
-        right = cx > 0.7 * _W  # a label near the right edge is drawn to the point's left
+        right = cx > 0.7 * w  # a label near the right edge is drawn to the point's left
         anchor = " text-anchor='end'" if right else ""
         out.append(f"<text x='{cx - 6 if right else cx + 6:.1f}' y='{cy - 5:.1f}' font-size='10' fill='{color}'"
                    f"{anchor}>{e(p['candidate'])}</text>")
@@ -104,7 +111,7 @@ def rank_svg(ranks: list[dict], *, metric: str, title: str) -> str:
     row_h = 22
     left = 20 + 7 * max(len(r["candidate"]) for r in ranks)
     h = _T + row_h * len(ranks) + 34
-    w = max(_W, left + 240, int(7.2 * len(title)) + 20)
+    w = max(_W, left + 240, _title_width(title))
 
     def sx(v):
         return left + (v - 1) / (k - 1) * (w - left - _R)
