@@ -218,6 +218,16 @@ def _watch_signals():
     return r, w, old
 
 
+def _caught(sig) -> bool:
+    """Whether the wake-up pipe of :func:`run_guarded` holds ``sig`` (read: the bytes are consumed)."""
+    if _SIGNAL_PIPE is None:
+        return False
+    try:
+        return sig in os.read(_SIGNAL_PIPE, 4096)
+    except OSError:  # nothing there (BlockingIOError) or closed
+        return False
+
+
 def redeliver_lost_sigterm() -> None:
     """Deliver again a SIGTERM whose exception was lost; call it only where the flow makes normal progress.
 
@@ -369,6 +379,17 @@ def run_guarded(fn, flow: bool = True) -> int:
             print(said, file=sys.stderr)
         raise
     except Exception as exc:
+        if _caught(signal.SIGINT):
+            # Ctrl-C reached the whole process group: Prefect's temporary API server (a child process) stopped
+            # too, and the flow's next call to it failed (httpx ConnectError) before the KeyboardInterrupt came
+            # through. What the user did was interrupt: said so, exit 130, not that error's traceback.
+            if VERBOSE:
+                traceback.print_exc()
+            said = stopped_line("interrupted (Ctrl-C)")
+            if ABANDONED:
+                _exit_now(130, said)
+            print(said, file=sys.stderr)
+            return 130
         found = user_error_message(exc)
         if found is None:
             raise
