@@ -58,7 +58,17 @@ def test_paired_test_agrees_with_scipy_and_edges():
     x, y = rng.normal(0, 1, 12), rng.normal(0.3, 1, 12)
     assert stats.paired_test(x - y) == pytest.approx(sps.ttest_rel(x, y).pvalue, rel=1e-10)
     assert stats.paired_test(np.zeros(5)) == 1.0  # the same results split by split: no difference
-    assert stats.paired_test(np.full(5, 0.01)) == 0.0  # the same nonzero difference on every split
+    # the same nonzero difference on every split: the exact sign-flip test, 2 / 2**n (not the t-test's limit, 0)
+    assert stats.paired_test(np.full(5, 0.01)) == pytest.approx(2 / 32)
+    assert stats.paired_test(np.full(3, -8e-5)) == pytest.approx(0.25)  # 3 splits cannot show a difference
+    assert stats.paired_test(np.full(10, 0.01)) == pytest.approx(2 / 1024)
+    # brute force: every sign assignment of the constant differences, the share whose |mean| reaches the observed
+    import itertools
+
+    for n in (2, 3, 4, 6):
+        d = np.full(n, 0.3)
+        flips = [abs(np.mean(d * np.array(s))) >= abs(d.mean()) - 1e-15 for s in itertools.product((1, -1), repeat=n)]
+        assert stats.paired_test(d) == pytest.approx(np.mean(flips))
     assert np.isnan(stats.paired_test([0.1]))
 
 

@@ -49,8 +49,12 @@ def t_interval(values, level: float = 1 - ALPHA) -> dict:
 
 
 def paired_test(d) -> float:
-    """Two-sided p-value of the paired t-test of the differences ``d`` (mean 0?). Differences that are all
-    equal have no spread: p = 1 when they are all 0 (the same results), 0 otherwise; NaN with fewer than two."""
+    """Two-sided p-value of the paired t-test of the differences ``d`` (mean 0?); NaN with fewer than two.
+
+    Differences that are all equal have no spread, where the t statistic is undefined: p = 1 when they are all 0
+    (the same results); otherwise the exact paired permutation (sign-flip) test's p-value, ``2 / 2**n`` — only the
+    two all-same-sign assignments reach the observed mean. So the same one-row difference on each of 3 splits is
+    not "significant" (p = 0.25; a t-test's limit would say p = 0), while on 10 splits it is (p = 0.002)."""
     d = np.asarray(d, dtype=float)
     d = d[~np.isnan(d)]
     n = len(d)
@@ -58,7 +62,7 @@ def paired_test(d) -> float:
         return np.nan
     sd = d.std(ddof=1)
     if sd == 0 or sd <= 1e-12 * max(1.0, abs(d.mean())):
-        return 1.0 if np.allclose(d, 0.0, atol=1e-12) else 0.0
+        return 1.0 if np.allclose(d, 0.0, atol=1e-12) else min(1.0, 2.0 * 0.5 ** n)
     t = d.mean() / (sd / np.sqrt(n))
     return float(2 * stats.t.sf(abs(t), n - 1))
 
