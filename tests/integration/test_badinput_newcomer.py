@@ -73,6 +73,16 @@ CASES = [
              files={X: mutate_keys("compas_default.yaml", {"execution": {"dask_address": "tcp://127.0.0.1:8786"}})}),
     BadInput("dask-address-with-thread-runner-run", ["run", X], [X, "execution", "task_runner: dask"],
              files={X: mutate_keys("compas_default.yaml", {"execution": {"dask_address": "tcp://127.0.0.1:8786"}})}),
+    # pattern_clusters' paper rule (split: loss): its keys refused by name
+    BadInput("pattern-clusters-beta-above-alpha", ["validate", X], [X, "learners.0", "beta 0.6 > alpha 0.4"],
+             files={X: mutate_keys("compas_default.yaml", {"learners": [
+                 {"kind": "pattern_clusters", "split": "loss", "beta": 0.6, "alpha": 0.4}]})}),
+    BadInput("pattern-clusters-unknown-split", ["validate", X], [X, "learners.0", "split", "entropy", "loss"],
+             files={X: mutate_keys("compas_default.yaml", {"learners": [
+                 {"kind": "pattern_clusters", "split": "gini"}]})}),
+    BadInput("pattern-clusters-validation-not-a-fraction", ["run", X], [X, "learners.0", "validation"],
+             files={X: mutate_keys("compas_default.yaml", {"learners": [
+                 {"kind": "pattern_clusters", "split": "loss", "validation": 1.5}]})}),
     # schedules: every error names the schedules file and the entry
     BadInput("schedules-config-missing", ["serve", S], [S, "deployments.0 ('e0')", "params/nope.yaml"],
              files={S: _sched({"config": "params/nope.yaml"})}),

@@ -2,14 +2,25 @@
 in a simple form: the data are split greedily, like a decision tree whose only questions are "is feature j
 missing?", and a clone of the fair ``estimator`` is fitted on each leaf (cluster) on zero-imputed features.
 
-Splitting rule (ours, not the paper's Algorithm 1, which splits a cluster on the feature whose two children's
-linear classifiers have the smallest summed loss, only while that loss is below the unsplit cluster's, among
-the splits whose children keep every group's share within [β, α] and at least k rows): a cluster is split on the
-missingness indicator m_j that most reduces the label's entropy (the information the missingness pattern
-carries about Y, the quantity Feng et al.'s bound is about), among the splits whose two children each keep
-at least ``min_cell`` rows in every (group, label) cell present in the training data — so every cluster can
-train a group-fair classifier ("fairness-aware splitting"). Splits with zero gain are not made; at most
-``max_clusters`` leaves; ties between features are broken by the lowest column index.
+Two splitting rules, each at most ``max_clusters`` leaves, ties between features broken by the lowest column index:
+
+- ``split="loss"``, the paper's (§4.3, Algorithm 1): every cluster, in turn (breadth first), is split on the
+  feature j whose two children (m_j = 1 / m_j = 0) have the smallest summed loss L(M_q, j) of a logistic
+  regression fitted on each child's zero-imputed features — fitted on the cluster's training part and its log
+  loss summed on a validation part held out of the training data (``validation``, stratified by group × label
+  and seeded: "we reserve part of the training set as validation to calculate the clustering objective
+  function", §6.2) — and only when L is below the unsplit cluster's own loss, so the total loss never increases.
+  A feature is a candidate only when both children keep at least ``min_size`` rows (the paper's k) and every
+  group's share within [``beta``, ``alpha``] (bounded representation). A child whose training part has one class
+  only has no logistic fit and is not a candidate. The logistic regression is scikit-learn's with its default
+  L2 penalty (C = 1), for a finite fit on separable children; the paper's ``min_w`` is unpenalised. The
+  defaults ``alpha`` = 1, ``beta`` = 0, ``min_size`` = 50 are ours (the paper names the parameters, not its
+  values in the main text).
+- ``split="entropy"`` (the default, fairmiss's simple form): a cluster is split on the missingness indicator m_j
+  that most reduces the label's entropy (the information the missingness pattern carries about Y, the quantity
+  Feng et al.'s bound is about), among the splits whose two children each keep at least ``min_cell`` rows in
+  every (group, label) cell present in the training data — so every cluster can train a group-fair classifier
+  ("fairness-aware splitting"). Splits with zero gain are not made.
 
 Prediction routes a row by its own pattern to its cluster's fair model. ``prediction="model"`` (the default)
 returns that model's own prediction — its ``predict``, seeded with ``random_state`` (and the cluster's index)
@@ -46,10 +57,17 @@ class PatternClusterClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimat
     cluster model's own (seeded) prediction; ``"threshold"``: its P(y = 1) > 0.5."""
 
     def __init__(self, estimator=None, min_cell: int = 20, max_clusters: int = 4, fit_groups: bool = True,
-                 predict_groups: bool = False, prediction: str = "model", random_state: int | None = 0):
+                 predict_groups: bool = False, prediction: str = "model", random_state: int | None = 0,
+                 split: str = "entropy", alpha: float = 1.0, beta: float = 0.0, min_size: int = 50,
+                 validation: float = 0.3):
         self.estimator = estimator
         self.min_cell = min_cell
         self.max_clusters = max_clusters
+        self.split = split
+        self.alpha = alpha
+        self.beta = beta
+        self.min_size = min_size
+        self.validation = validation
         self.fit_groups = fit_groups
         self.predict_groups = predict_groups
         self.prediction = prediction
@@ -70,10 +88,68 @@ class PatternClusterClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimat
             raise ValueError(f"PatternClusterClassifier needs 2 classes in y; got 1 class ({self.classes_[0]})")
         yi = (y == self.classes_[1]).astype(int)
         s = np.zeros(len(y), dtype=int) if sensitive_features is None else np.asarray(sensitive_features)
+        if self.split not in ("entropy", "loss"):
+            raise ValueError(f"split must be 'entropy' or 'loss', got {self.split!r}")
         M = np.isnan(X)
+        leaves = (self._entropy_leaves(M, yi, s) if self.split == "entropy"
+                  else self._loss_leaves(np.nan_to_num(X, nan=0.0), M, yi, s))
+        self.clusters_ = [cond for cond, _ in leaves]
+        self.models_ = []
+        for cond, rows in leaves:
+            kw = {"sensitive_features": s[rows]} if self.fit_groups and sensitive_features is not None else {}
+            self.models_.append(clone(self._base()).fit(np.nan_to_num(X[rows], nan=0.0), yi[rows], **kw))
+        return self
+
+    def _loss_leaves(self, X0, M, yi, s) -> list:
+        """The paper's recursive partitioning (module docstring, ``split="loss"``)."""
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.metrics import log_loss
+
+        rng = np.random.default_rng(np.random.SeedSequence([0 if self.random_state is None else
+                                                            int(self.random_state), 1]))
+        val = np.zeros(len(yi), dtype=bool)
+        for g, c in sorted({(g, c) for g, c in zip(s.tolist(), yi.tolist())}):
+            idx = np.flatnonzero((s == g) & (yi == c))
+            val[rng.permutation(idx)[:int(round(self.validation * len(idx)))]] = True
+        groups = np.unique(s)
+
+        def loss(rows) -> float | None:
+            fit, ev = rows & ~val, rows & val
+            if len(np.unique(yi[fit])) < 2:
+                return None
+            if not ev.any():
+                return 0.0
+            lr = LogisticRegression(max_iter=1000).fit(X0[fit], yi[fit])
+            return float(log_loss(yi[ev], lr.predict_proba(X0[ev])[:, 1], labels=[0, 1], normalize=False))
+
+        def admissible(rows) -> bool:
+            n = rows.sum()
+            shares = [((s == g) & rows).sum() / n for g in groups] if n else [0.0]
+            return n >= self.min_size and all(self.beta <= q <= self.alpha for q in shares)
+
+        done, queue = [], [((), np.ones(len(yi), dtype=bool))]
+        while queue and len(done) + len(queue) < int(self.max_clusters):
+            cond, rows = queue.pop(0)
+            whole, best = loss(rows), None
+            for j in np.flatnonzero(M[rows].any(axis=0) & (~M[rows]).any(axis=0)):
+                a, b = rows & M[:, j], rows & ~M[:, j]
+                if not (admissible(a) and admissible(b)):
+                    continue
+                la, lb = loss(a), loss(b)
+                if la is not None and lb is not None and (best is None or la + lb < best[0] - 1e-12):
+                    best = (la + lb, int(j), a, b)
+            if best is None or whole is None or not best[0] < whole - 1e-12:
+                done.append((cond, rows))
+                continue
+            _, j, a, b = best
+            queue += [(cond + ((j, True),), a), (cond + ((j, False),), b)]
+        return done + queue  # clusters are disjoint: their order only numbers them (and their models' seeds)
+
+    def _entropy_leaves(self, M, yi, s) -> list:
+        """fairmiss's simple form (module docstring, ``split="entropy"``)."""
         cells = sorted({(g, c) for g, c in zip(s.tolist(), yi.tolist())})
         # leaves: list of (conditions, row mask); a condition is (column, missing?)
-        leaves = [((), np.ones(len(y), dtype=bool))]
+        leaves = [((), np.ones(len(yi), dtype=bool))]
         while len(leaves) < int(self.max_clusters):
             best = None
             for i, (cond, rows) in enumerate(leaves):
@@ -90,12 +166,7 @@ class PatternClusterClassifier(_MissingAwareBinary, ClassifierMixin, BaseEstimat
             _, i, j, a, b = best
             cond, _ = leaves.pop(i)
             leaves[i:i] = [(cond + ((j, True),), a), (cond + ((j, False),), b)]
-        self.clusters_ = [cond for cond, _ in leaves]
-        self.models_ = []
-        for cond, rows in leaves:
-            kw = {"sensitive_features": s[rows]} if self.fit_groups and sensitive_features is not None else {}
-            self.models_.append(clone(self._base()).fit(np.nan_to_num(X[rows], nan=0.0), yi[rows], **kw))
-        return self
+        return leaves
 
     def assign(self, X) -> np.ndarray:
         """The cluster index of every row (by its missingness pattern)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from fairmiss.learners.adapter import LEARNER_KINDS, Learner, _LearnerBase
 from fairmiss.learners.feng2023.adaptive import AdaptThen
@@ -86,8 +86,9 @@ class FairMissBagSpec(_Adapted):
 
 
 class PatternClustersSpec(_Adapted):
-    """Missing-pattern clusters (greedy splits on missingness indicators with the largest label-entropy gain,
-    every (group, label) cell >= ``min_cell`` rows in each cluster), a ``base`` fair learner per cluster.
+    """Missing-pattern clusters (greedy splits on missingness indicators: ``split: entropy``, the largest
+    label-entropy gain with every (group, label) cell >= ``min_cell`` rows in each cluster; ``split: loss``, the
+    paper's Algorithm 1), a ``base`` fair learner per cluster.
     ``prediction: model`` (default): a row gets its cluster model's own prediction (a randomized model such as
     fairlearn's ExponentiatedGradient draws it, seeded by the cell's seed, as the fairlearn baselines are
     scored); ``prediction: threshold``: the cluster model's P(y = 1) > 0.5 (deterministic)."""
@@ -97,6 +98,20 @@ class PatternClustersSpec(_Adapted):
     min_cell: Annotated[int, Field(ge=1)] = 20
     max_clusters: Annotated[int, Field(ge=1, le=64)] = 4
     prediction: Literal["model", "threshold"] = "model"
+    #: ``entropy``: fairmiss's rule (label-entropy gain, ``min_cell``); ``loss``: the paper's Algorithm 1 (the
+    #: children's summed logistic loss on a held-out ``validation`` part, bounded representation [``beta``,
+    #: ``alpha``], at least ``min_size`` rows a child) — :mod:`fairmiss.learners.feng2023.clusters`
+    split: Literal["entropy", "loss"] = "entropy"
+    alpha: Annotated[float, Field(gt=0, le=1)] = 1.0
+    beta: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    min_size: Annotated[int, Field(ge=1)] = 50
+    validation: Annotated[float, Field(gt=0, lt=1)] = 0.3
+
+    @model_validator(mode="after")
+    def _bounds(self):
+        if self.beta > self.alpha:
+            raise ValueError(f"beta {self.beta} > alpha {self.alpha}: no group share can lie in [beta, alpha]")
+        return self
 
 
 def _adaptive(spec, seed, threads, feature_names=None):
@@ -125,7 +140,9 @@ def _pattern_clusters(spec, seed, threads, feature_names=None):
         raise ValueError(f"pattern_clusters: base '{spec.base['kind']}' carves a validation split; not supported")
     est = PatternClusterClassifier(inner.estimator, min_cell=spec.min_cell, max_clusters=spec.max_clusters,
                                    fit_groups=inner.needs_sensitive_fit, predict_groups=inner.needs_sensitive_predict,
-                                   prediction=spec.prediction, random_state=seed)
+                                   prediction=spec.prediction, random_state=seed, split=spec.split,
+                                   alpha=spec.alpha, beta=spec.beta, min_size=spec.min_size,
+                                   validation=spec.validation)
     return Learner(est, needs_sensitive_fit=True, needs_sensitive_predict=inner.needs_sensitive_predict,
                    randomized_predict=spec.prediction == "model" and inner.randomized_predict, seed=seed)
 
