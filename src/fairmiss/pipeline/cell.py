@@ -174,15 +174,14 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
                 group_kw = {"sensitive_features": s[te]}
         t1 = time.perf_counter()
         if fitted is not None and "learner" in fitted:  # a later cell of its fit group: the group's fit
-            learner = copy.deepcopy(fitted["learner"])
+            learner = fitted["learner"] if fitted["learner"].plain_forest else copy.deepcopy(fitted["learner"])
             t2 = t1  # no fit (the copy counts as prediction time)
         else:
             learner = _fit_learner(cfg, cell, data, seeds, threads, Xtr, y[tr], s[tr])
-            if fitted is not None:
-                fitted["learner"] = copy.deepcopy(learner)  # as fitted, before any prediction
+            if fitted is not None:  # as fitted, before any prediction (a forest's predictions change nothing in it)
+                fitted["learner"] = learner if learner.plain_forest else copy.deepcopy(learner)
             t2 = time.perf_counter()
-        pred = learner.predict(Xte, s[te])
-        score = learner.score(Xte, s[te])
+        pred, score = learner.predict_and_score(Xte, s[te])
         # every test row is predicted; complete_case test/both evaluates on the complete ones only
         cc_metrics = complete_case_metrics(cfg, y[te], pred, s[te], score, complete[te])
         keep = complete[te] if cc_mode in ("test", "both") else np.ones(len(te), dtype=bool)
