@@ -1033,6 +1033,13 @@ def main(argv: list[str] | None = None) -> int:
         # a flow's own handling (flows.errors.run_guarded) is in place: one line and 130, not a traceback
         print("fairmiss: interrupted (Ctrl-C) while the command was starting; no run was started, and the same "
               "command starts it again", file=sys.stderr)
+        if argv is None:
+            # the command itself (not main() called in-process): leave now. A KeyboardInterrupt raised inside code
+            # an extension ran through PyRun_* during an import marks it "unhandled" in CPython even once caught,
+            # and the interpreter then ends by SIGINT (exit -2, seen about 1 in 8 times) instead of with 130
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130
     except PluginError as exc:  # an installed plugin that cannot be imported: the user's environment, not a bug
         print(f"fairmiss: error: {' '.join(str(exc).split())} (fix or uninstall that distribution)", file=sys.stderr)

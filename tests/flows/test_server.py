@@ -145,7 +145,15 @@ def test_stale_state_is_cleaned_and_stop_ends_the_group(tmp_path):
 
 
 def _post(url: str, body: dict) -> dict:
-    r = requests.post(url, json=body, timeout=30)
+    """POST as Prefect's own client does it: a 503 is the server's "retry" answer (a retryable database error,
+    such as SQLite busy while a just-started server's services write), so it is retried a few times."""
+    import time
+
+    for wait in (0.5, 1, 2, 4, 8, 0):
+        r = requests.post(url, json=body, timeout=30)
+        if r.status_code != 503 or not wait:
+            break
+        time.sleep(wait)
     r.raise_for_status()
     return r.json()
 

@@ -69,7 +69,10 @@ def test_ctrl_c_while_the_command_starts_is_one_line_and_130(tmp_path, delay):
     p = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", str(ROOT / "params" / "compas_default.yaml"),
                           "--results-dir", str(tmp_path / "results"), "--processed-dir", str(tmp_path / "processed")],
                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                         start_new_session=True,
+                         # a terminal's Ctrl-C: SIGINT handled as Python does by default, also when this test
+                         # session runs in the background (`cmd &` in a script ignores SIGINT, and children inherit it)
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), env={**os.environ, "PYTHONPATH": os.pathsep.join(
                              [str(ROOT), str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])})
     time.sleep(delay)
     os.killpg(p.pid, signal.SIGINT)

@@ -40,7 +40,10 @@ def test_ctrl_c_in_each_phase_says_what_is_true(tmp_path, phase):
         env["FAIRMISS_STATE_DIR"] = str(tmp_path / "state")
     p = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", str(ROOT / "params" / "compas_default.yaml"),
                           "--force", "--results-dir", "results", "--processed-dir", "processed"], cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True,
+                         # SIGINT as a terminal's Ctrl-C delivers it, also when the test session runs in the
+                         # background (`cmd &` in a script ignores SIGINT, and children inherit that)
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     try:
         for line in p.stdout:
