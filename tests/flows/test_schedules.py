@@ -69,8 +69,10 @@ def test_interval_schedule_fires_on_the_local_server(tmp_path):
     try:
         state = tmp_path / "state" / "server.json"
         wait_for(state.exists, "the local server's state file", 180)
-        api = yaml.safe_load(state.read_text())["api_url"]
         wait_for(lambda: "serving 1 deployment" in serve_log(), "serve registering its deployment", 180)
+        # read once serve is serving: the state file then names the server serve uses. Read earlier, it could name a
+        # first launch on 4200 that lost the port to another test's server and moved to a free port
+        api = yaml.safe_load(state.read_text())["api_url"]
         # the UI link Prefect prints answers (the server's dashboard is on)
         ui = requests.get(api.removesuffix("/api") + "/deployments", headers={"Accept": "text/html"}, timeout=30)
         assert ui.status_code == 200, ui.status_code
