@@ -65,8 +65,9 @@ def calibrate(suite, *, raw_dir: str | None = None) -> list[str]:
             data = pipeline.prepare(cfg.dataset, raw_dir=raw_dir, processed_dir=Path(tmp), docs_dir=Path(tmp),
                                     fairness_metric=cfg.fairness_metric)
             build = time.perf_counter() - t0
-            first = cfg.cells()[0].missingness
-            cells = [c for c in cfg.cells() if c.split_index == 0 and c.missingness is first]
+            grid = cfg.cells()  # one call: a shift's test scenarios are new objects on every call
+            first = grid[0].missingness
+            cells = [c for c in grid if c.split_index == 0 and c.missingness is first]
             split = pipeline.make_split(cfg, data, 0, first)
             per = []
             for cell in cells:
@@ -77,7 +78,8 @@ def calibrate(suite, *, raw_dir: str | None = None) -> list[str]:
         n = len(cfg.cells())
         per_cell = sum(s for _, s, _ in per) / max(len(per), 1)
         workers = max(1, cfg.execution.max_workers)
-        est = per_cell * fits_of(cfg) / workers
+        # a fit group's scenario cells share the fit, but each refits the stability copies (its test rows differ)
+        est = per_cell * (n if cfg.evaluation.stability is not None else fits_of(cfg)) / workers
         slow = max(per, key=lambda x: x[1])
         failed = [m for m, _, st in per if st != "ok"]
         lines.append(f"  {name}: ≈ {_duration(est)} for {n} cells on {workers} worker(s) (data built in "
@@ -197,6 +199,22 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+def _with_metrics(cells, results_dir: Path, metrics: list[str]):
+    """``cells`` (a dataset's ``cells.csv``: the headline metrics) with the ranked metrics it lacks (``f1``,
+    ``ens_<metric>``, ``imp_rmse.<column>``, ...) taken from the run's long table of every metric,
+    ``cell_metrics.csv``, by cell key."""
+    import pandas as pd
+
+    lack = [m for m in metrics if m not in cells.columns]
+    path = results_dir / "cell_metrics.csv"
+    if not lack or not path.is_file():
+        return cells
+    long = pd.read_csv(path, usecols=["key", "metric", "group", "value"])
+    long = long[long["metric"].isin(lack) & long["group"].isna()]
+    wide = long.pivot_table(index="key", columns="metric", values="value", aggfunc="first")
+    return cells.merge(wide, how="left", left_on="key", right_index=True)
+
+
 def _leaderboard(suite, outs: dict, out_dir: Path, command: str | None, n_boot: int) -> None:
     import pandas as pd
 
@@ -209,8 +227,11 @@ def _leaderboard(suite, outs: dict, out_dir: Path, command: str | None, n_boot: 
         path = Path(outs[name]["results_dir"]) / "cells.csv"
         if not path.is_file():
             raise ConfigError(f"{path}: no cell table for dataset {name} (run the suite again)")
-        cells[name] = pd.read_csv(path)
-    long = long_table(cells, suite.candidates, list(suite.rank_by))
+        cells[name] = _with_metrics(pd.read_csv(path), Path(outs[name]["results_dir"]), list(suite.rank_by))
+    try:
+        long = long_table(cells, suite.candidates, list(suite.rank_by))
+    except KeyError as exc:  # a column named in rank_by that the dataset does not have (imp_rmse.<column>)
+        raise ConfigError(f"{suite.source}: rank_by: {exc.args[0]}") from None
     rows = build_rows(long, suite.reference, suite.rank_by, seed=suite.spec.seed, n_boot=n_boot)
     n_cells = sum(len(df) for df in cells.values())
     meta = {"suite": suite.name, "description": suite.spec.description.strip(), "source": suite.source,

@@ -128,6 +128,17 @@ CASES = [
     _case("per-dataset-unknown-dataset", lambda d: d["per_dataset"].update(adult_000={"mcar20": {"rates": {}}}),
           ["per_dataset", "'adult_000' is not one of the suite's datasets"]),
     _case("rank-by-unknown-metric", lambda d: d["rank_by"].update(f9="max"), ["rank_by", "'f9' is not a metric"]),
+    # f1 is recorded once listed under metrics:, the ensemble's and the imputation metrics with their evaluation
+    _case("rank-by-unlisted-f1", lambda d: d["rank_by"].update(f1="max"),
+          ["rank_by", "'f1' is not a metric", "listed under metrics:"]),
+    _case("rank-by-ensemble-without-stability", lambda d: d["rank_by"].update(ens_accuracy="max"),
+          ["rank_by", "'ens_accuracy'", "with evaluation.stability"]),
+    _case("rank-by-imputation-without-quality", lambda d: d["rank_by"].update({"imp_rmse.priors_count": "min"}),
+          ["rank_by", "'imp_rmse.priors_count'", "with evaluation.imputation_quality"]),
+    _case("split-seeds-and-n-splits-disagree", lambda d: d.update(splits={"n_splits": 3, "seeds": [1, 2]}),
+          ["splits", "n_splits 3 but 2 seeds"]),
+    _case("split-seed-twice", lambda d: d.update(splits={"seeds": [100, 100]}),
+          ["splits.seeds", "repeated seeds [100]"]),
     _case("unknown-key", lambda d: d.update(splitz={"n_splits": 2}), ["unknown key 'splitz'"]),
     BadInput("results-dir-is-a-file", ["bench", "params/suites/fairmiss_quick.yaml", "--quick", "--results-dir",
                                        "out.txt"], ["--results-dir", "out.txt"], files={"out.txt": "a file\n"}),
@@ -190,3 +201,46 @@ def test_son_german_draws_the_suites_presets_on_the_registered_table():
     s = load_suite(PARAMS / "suites" / "son_german.yaml")
     assert s.datasets == ["german_son"] and len(s.scenarios) == 4 and len(s.candidates) == 10
     assert [len(cfg.cells()) for _, _, cfg in s.configs] == [4 * 10 * 10]
+
+
+@pytest.mark.parametrize("rank_by, extra", [
+    ({"f1": "max", "f1_difference": "min"}, {"metrics": ["accuracy", "f1"]}),
+    ({"ens_accuracy": "max", "label_stability": "max", "jitter_difference": "min"},
+     {"evaluation": {"stability": {"estimators": 5}}}),
+    ({"ens_f1": "max"}, {"metrics": ["accuracy", "f1"], "evaluation": {"stability": {"estimators": 5}}}),
+    ({"imp_rmse.priors_count": "min", "imp_kl_gap.priors_count": "min"}, {"evaluation": {"imputation_quality": True}}),
+])
+def test_rank_by_what_the_suites_evaluation_records(rank_by, extra):
+    d = suite_data()
+    d.update(rank_by=rank_by, **extra)
+    assert parse_suite(d, "s.yaml").rank_by == rank_by
+
+
+def test_leaderboard_reads_ranked_metrics_from_the_long_table(tmp_path):
+    """A ranked metric outside cells.csv's headline columns (f1, ens_f1, imp_rmse.<column>) is read from the
+    run's cell_metrics.csv by cell key, the overall value only (not a group's)."""
+    import pandas as pd
+
+    from flows.bench import _with_metrics
+
+    cells = pd.DataFrame({"key": ["k1", "k2"], "accuracy": [0.7, 0.8]})
+    pd.DataFrame({"key": ["k1", "k1", "k2", "k2", "k1"], "metric": ["f1", "f1_group_0", "f1", "f1_group_0", "auc"],
+                  "group": [None, "female", None, "female", None], "value": [0.81, 0.5, 0.82, 0.6, 0.9]}
+                 ).to_csv(tmp_path / "cell_metrics.csv", index=False)
+    got = _with_metrics(cells, tmp_path, ["accuracy", "f1"])
+    assert got["f1"].tolist() == [0.81, 0.82] and got["accuracy"].tolist() == [0.7, 0.8]
+    assert "auc" not in got and "f1_group_0" not in got
+    assert _with_metrics(cells, tmp_path, ["accuracy"]) is cells
+
+
+@pytest.mark.parametrize("name", ["son_german_paper_imputers", "son_german_paper_learners"])
+def test_son_german_paper_suites_follow_the_suites_protocol(name):
+    """The reproduction suites split by the suite's seeds 100...600, unstratified, 30 % test, and draw each
+    mechanism on the training and the test rows apart (a shift), as the Shades-of-Null code injects them."""
+    s = load_suite(PARAMS / "suites" / f"{name}.yaml")
+    ((_, raw, cfg),) = s.configs
+    assert cfg.split.seeds == [100, 200, 300, 400, 500, 600] and cfg.split.n_splits == 6
+    assert cfg.split.stratify == "none" and cfg.split.test_size == 0.3
+    assert cfg.evaluation.stability.estimators == 50 and cfg.evaluation.stability.fraction == 0.8
+    shifts = [m for m in cfg.missingness if m.kind == "shift"]
+    assert shifts and all(m.tests for m in shifts)

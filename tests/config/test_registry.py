@@ -71,7 +71,7 @@ def table():
 
 
 def test_registered_kinds_are_the_known_kinds():
-    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 22
+    assert set(LEARNER_KINDS.kinds()) == set(LEARNERS) and len(LEARNER_KINDS) == 23
     assert set(IMPUTER_KINDS.kinds()) == {"mean", "median", "most_frequent", "constant", "knn", "iterative",
                                           "none", "multiple", "random_sample", "estimator"}
 
@@ -110,7 +110,7 @@ def test_kind_flags_are_unchanged():
 
     assert NATIVE_MISSING == {"decision_tree", "random_forest", "xgboost", "hist_gradient_boosting", "fair_mip_forest"}
     assert MI_LEARNERS == {"decision_tree", "logistic_regression", "random_forest", "xgboost",
-                           "hist_gradient_boosting", "naive_bayes"}
+                           "hist_gradient_boosting", "naive_bayes", "mlp"}
 
 
 def _spec(registry, kind, extra=None):

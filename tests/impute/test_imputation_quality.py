@@ -44,6 +44,8 @@ def test_tiny_example_by_hand():
     kl_a = sum(pi * math.log(pi / qi) for pi, qi in zip(p, q))
     assert abs(m["imp_kl.x_group_a"] - kl_a) < 1e-12 and abs(m["imp_kl_gap.x"] - abs(kl_a - kl_b)) < 1e-12
     assert "imp_acc.x" not in m  # accuracy and F1 are for categorical columns
+    # RMSE of the numeric column over its masked cells (rows 0..4: truth 0..4, imputed 1): sqrt((1+0+1+4+9)/5)
+    assert abs(m["imp_rmse.x"] - math.sqrt(15 / 5)) < 1e-12 and "imp_rmse.c" not in m
     assert set(table["group"]) == {"all", "a", "b"}
     # a perfect imputation: accuracy and F1 1, KL 0; a left-out group leaves the gap undefined
     m2, _ = imputation_quality(T, T.astype(float), mask, sensitive_features=s, categorical=["c"], left_out=["b"])
@@ -70,9 +72,12 @@ def test_through_a_cell_and_off_by_default(tmp_path, mirror):
     for imp in ("mean", "knn"):
         a, b = got[(True, imp)], got[(False, imp)]
         assert not [k for k in b.metrics if k.startswith(("imp_acc", "imp_f1", "imp_kl"))]
+        assert not [k for k in b.metrics if k.startswith("imp_rmse.") and "_group_" not in k]
         assert "imputation_quality.csv" in a.tables and "imputation_quality.csv" not in b.tables
-        assert {k: v for k, v in a.metrics.items() if not k.startswith(("imp_acc", "imp_f1", "imp_kl"))} == b.metrics
+        assert {k: v for k, v in a.metrics.items() if not k.startswith(("imp_acc", "imp_f1", "imp_kl"))
+                and not (k.startswith("imp_rmse.") and "_group_" not in k)} == b.metrics
     # sex (binary) is categorical: accuracy defined; priors_count numeric: KL only
     assert "imp_acc.sex" in got[(True, "mean")].metrics and "imp_acc.priors_count" not in got[(True, "mean")].metrics
+    assert "imp_rmse.priors_count" in got[(True, "mean")].metrics and "imp_rmse.sex" not in got[(True, "mean")].metrics
     # k-NN imputes closer to the truth's distribution than the mean (one value for every cell)
     assert got[(True, "knn")].metrics["imp_kl.priors_count"] < got[(True, "mean")].metrics["imp_kl.priors_count"]

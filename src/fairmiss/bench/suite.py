@@ -148,16 +148,13 @@ class BenchSuite(_Strict):
                              "in that entry)")
         return v
 
-    @field_validator("rank_by")
-    @classmethod
-    def _known_metrics(cls, v):
-        from fairmiss.metrics.kinds import summary_metrics
-
-        known = summary_metrics()
-        for m in v or {}:
-            if m not in known:
-                raise ValueError(f"'{m}' is not a metric every cell records; rank by one of {', '.join(known)}")
-        return v
+    @model_validator(mode="after")
+    def _known_metrics(self):
+        for m in self.rank_by or {}:
+            problem = rank_metric_problem(m, self)
+            if problem:
+                raise ValueError(f"rank_by: {problem}")
+        return self
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -187,6 +184,45 @@ class BenchSuite(_Strict):
         if self.reference is not None and self.reference not in labels:
             raise ValueError(f"reference: '{self.reference}' is not a candidate; candidates: {', '.join(labels)}")
         return self
+
+
+#: the imputation-quality metrics of one column (``evaluation.imputation_quality``), overall or their group gap
+_IMPUTATION_METRIC = re.compile(r"imp_(acc|f1|kl|rmse)(_gap)?\.\S+")
+
+
+def rank_metric_problem(metric: str, spec: BenchSuite) -> str | None:
+    """Why the cells of ``spec`` do not record ``metric`` (``None``: they do). A suite ranks by
+
+    * a headline metric every cell records (accuracy, the fairness gaps: :func:`fairmiss.metrics.kinds.
+      summary_metrics`), or one of its ``metrics:`` (e.g. ``f1``) and its between-group difference;
+    * with ``evaluation.stability``: ``label_stability``, ``jitter``, ``proba_std`` (and their differences), and
+      any of the above as the bootstrap ensemble's, ``ens_<metric>`` (the Shades-of-Null suite scores its
+      models that way);
+    * with ``evaluation.imputation_quality``: one column's ``imp_acc`` / ``imp_f1`` / ``imp_kl`` / ``imp_rmse``
+      (``imp_rmse.<column>`` for a numeric column) or its group gap ``imp_<x>_gap.<column>``; the column is
+      checked against the dataset's cells when the leaderboard is built.
+    """
+    from fairmiss.metrics.kinds import summary_metrics
+    from fairmiss.metrics.stability import STABILITY_METRICS
+
+    plain = list(summary_metrics())
+    for m in spec.metrics or []:
+        plain += [m, f"{m}_difference"]
+    known = list(dict.fromkeys(plain))
+    ev = spec.evaluation
+    if ev is not None and ev.stability is not None:
+        known += [x for m in STABILITY_METRICS for x in (m, f"{m}_difference")] + [f"ens_{m}" for m in plain]
+    if metric in known:
+        return None
+    if ev is not None and ev.imputation_quality and _IMPUTATION_METRIC.fullmatch(metric):
+        return None
+    hint = ["another metric once listed under metrics:, e.g. f1"]
+    if ev is None or ev.stability is None:
+        hint.append("ens_<metric> and the stability measures with evaluation.stability")
+    if ev is None or not ev.imputation_quality:
+        hint.append("imp_<acc|f1|kl|rmse>.<column> with evaluation.imputation_quality")
+    return (f"'{metric}' is not a metric every cell records; rank by one of {', '.join(known)}"
+            + (f" ({'; '.join(hint)})" if hint else ""))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pydantic_core import PydanticCustomError
 
 from fairmiss._errors import TRACKING_SCHEMES, tracking_uri_problem  # noqa: F401 (re-exported)
 from fairmiss.io import stable_hash
+from fairmiss.seeds import derive_seed
 from fairmiss._spec import SafeName, _Strict
 from fairmiss.missingness.specs import NoMissingness, MissingnessSpec
 from fairmiss.impute.specs import ImputerSpec
@@ -146,9 +147,52 @@ _OWN_FIELDS_ALL = ("file", *_OWN_ONLY)
 
 
 class SplitSpec(_Strict):
+    """How the rows are split into training and test rows, ``n_splits`` times.
+
+    By default split ``i`` is drawn with a seed derived from the experiment's root seed and ``i``. ``seeds``
+    gives each split's seed itself instead (``random_state`` of scikit-learn's ``train_test_split``, with the
+    same stratification): the protocol of a study that names its seeds, e.g. the Shades-of-Null suite's
+    100, 200, ..., 600. Then ``n_splits`` is the number of seeds. Only the rows follow these seeds; missingness
+    masks and learners keep their seeds derived from the root seed and the split index.
+    """
+
     test_size: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.3
     n_splits: Annotated[int, Field(ge=1, le=1000)] = 10
     stratify: Literal["group_label", "label", "none"] = "group_label"
+    seeds: Annotated[list[Annotated[int, Field(ge=0, lt=2**31)]], Field(min_length=1, max_length=1000)] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _n_from_seeds(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("seeds"), list) and data["seeds"]:
+            n = data.get("n_splits")
+            if n is not None and n != len(data["seeds"]):
+                raise ValueError(f"n_splits {n} but {len(data['seeds'])} seeds: give one seed per split "
+                                 "(or leave n_splits out)")
+            data = {**data, "n_splits": len(data["seeds"])}
+        return data
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct(cls, v):
+        if v is not None and len(set(v)) != len(v):
+            dup = sorted({x for x in v if v.count(x) > 1})
+            raise ValueError(f"repeated seeds {dup}: two splits with one seed are the same split")
+        return v
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler):
+        # without seeds a split spec dumps (and hashes) as before
+        out = handler(self)
+        if isinstance(out, dict) and out.get("seeds") is None:
+            out.pop("seeds", None)
+        return out
+
+    def seed_of(self, root_seed: int, split_index: int) -> int:
+        """The ``random_state`` of split ``split_index``'s row draw."""
+        if self.seeds is not None:
+            return self.seeds[split_index]
+        return derive_seed(root_seed, "split", split_index) % (2**31)
 
 
 #: the metrics a config may list: the built-in ones, then the added ones (fairmiss.metrics.kinds) by name

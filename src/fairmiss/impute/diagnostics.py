@@ -714,6 +714,8 @@ def imputation_quality(X_true, X_imputed, mask, *, sensitive_features, categoric
       — a mean imputation of 0.4 in a 0/1 column reads as 0), then ``imp_acc`` = the share of cells whose read
       value equals the truth (scikit-learn's ``accuracy_score``) and ``imp_f1`` = the macro F1 over the levels
       present in the truth or the read values (``f1_score(average="macro", zero_division=0)``);
+    * numeric columns: ``imp_rmse.<col>``, the root mean squared error over every masked cell of the column
+      (per group it is the diagnostics' ``imp_rmse.<col>_group_<g>``);
     * every column: ``imp_kl`` = KL(P_true ‖ Q_imputed) in nats between the distributions of the true and the
       imputed values, on shared bins: a categorical column's levels (after the reading above); a numeric
       column's ``bins`` equal-width bins over ``[min, max]`` of the true and imputed values of all its masked
@@ -773,15 +775,18 @@ def imputation_quality(X_true, X_imputed, mask, *, sensitive_features, categoric
             t = truth[sel]
             out = {"n_missing": int(sel.sum())}
             if not sel.any():
-                return {**out, "accuracy": np.nan, "macro_f1": np.nan, "kl": np.nan}
+                return {**out, "accuracy": np.nan, "macro_f1": np.nan, "kl": np.nan, "rmse": np.nan}
             kl = [_kl(hist(t), hist(e[sel]), alpha) for e in ests]
             out["kl"] = float(np.mean(kl))
             if is_cat:
                 out["accuracy"] = float(np.mean([accuracy_score(t, e[sel]) for e in ests]))
                 out["macro_f1"] = float(np.mean([f1_score(t, e[sel], average="macro", zero_division=0)
                                                  for e in ests]))
+                out["rmse"] = np.nan
             else:
                 out["accuracy"] = out["macro_f1"] = np.nan
+                # the draws' mean squared error, then the root (as imp_rmse.<col>_group_<g> of the diagnostics)
+                out["rmse"] = float(np.sqrt(np.mean([np.mean((e[sel] - t) ** 2) for e in ests])))
             return out
 
         names = {"accuracy": "imp_acc", "macro_f1": "imp_f1", "kl": "imp_kl"}
@@ -789,6 +794,8 @@ def imputation_quality(X_true, X_imputed, mask, *, sensitive_features, categoric
         overall = values(np.ones(len(truth), dtype=bool))
         rows.append({"feature": c, "group": "all", **overall})
         metrics.update({f"{names[k]}.{c}": overall[k] for k in used})
+        if not is_cat:  # over every masked cell of a numeric column (the per-group values: the diagnostics')
+            metrics[f"imp_rmse.{c}"] = overall["rmse"]
         pool = {k: [] for k in used}
         for g in np.unique(s):
             gv = g.item() if hasattr(g, "item") else g
@@ -802,4 +809,4 @@ def imputation_quality(X_true, X_imputed, mask, *, sensitive_features, categoric
         for k in used:
             if len(pool[k]) >= 2:
                 metrics[f"{names[k]}_gap.{c}"] = float(max(pool[k]) - min(pool[k]))
-    return metrics, pd.DataFrame(rows, columns=["feature", "group", "n_missing", "accuracy", "macro_f1", "kl"])
+    return metrics, pd.DataFrame(rows, columns=["feature", "group", "n_missing", "accuracy", "macro_f1", "kl", "rmse"])

@@ -63,6 +63,8 @@ def cell_params(cfg: ExperimentConfig, cell: Cell) -> dict:
             p[f"{prefix}.{k}"] = v
     for k, v in _flatten(cfg.dataset.options).items():
         p[f"dataset.options.{k}"] = v
+    if cfg.split.seeds is not None:  # only when the config names its split seeds: other cells' keys unchanged
+        p["split.seed"] = cfg.split.seeds[cell.split_index]
     cc = getattr(cfg, "complete_case", "none")
     if cc != "none":  # only when set, so the cache keys of every existing cell are unchanged
         p["complete_case"] = cc

@@ -47,7 +47,8 @@ def make_split(cfg: ExperimentConfig, data: Processed, split_index: int, miss_sp
     s = df[data.group].to_numpy()
     mlabel = missingness_label(miss_spec)
     seeds = {
-        "split": derive_seed(cfg.seed, "split", split_index),
+        "split": (derive_seed(cfg.seed, "split", split_index) if cfg.split.seeds is None
+                  else cfg.split.seeds[split_index]),
         # a shift's test scenarios (``tests``) draw from their shift's generator: one training draw for all
         "missingness": derive_seed(cfg.seed, "missingness", getattr(miss_spec, "fit_group", None) or mlabel,
                                    split_index),
@@ -99,12 +100,11 @@ def raw_coding(data: Processed) -> RawCoding | None:
 
 def split_rows(cfg: ExperimentConfig, data: Processed, split_index: int) -> tuple[np.ndarray, np.ndarray]:
     """The training and test rows (positions) of split ``split_index``: seeded by the config's seed and the split
-    index only, stratified as ``split.stratify`` says (scikit-learn's ``ValueError`` when the data cannot give
-    the split)."""
+    index only (or by ``split.seeds[split_index]`` when the config names its seeds), stratified as
+    ``split.stratify`` says (scikit-learn's ``ValueError`` when the data cannot give the split)."""
     df = data.df
-    seed = derive_seed(cfg.seed, "split", split_index)
     return split_indices(df[data.label].to_numpy(), df[data.group].to_numpy(), test_size=cfg.split.test_size,
-                         seed=seed % (2**31), stratify=cfg.split.stratify)
+                         seed=cfg.split.seed_of(cfg.seed, split_index), stratify=cfg.split.stratify)
 
 
 def check_knn_rows(cfg: ExperimentConfig, group, train_idx, test_idx, *, split_index: int = 0,
