@@ -5,6 +5,7 @@ suites are one `fairmiss: error:` line naming the file and key, exit 2, nothing 
 from __future__ import annotations
 
 import copy
+import re
 import sys
 from pathlib import Path
 
@@ -244,3 +245,20 @@ def test_son_german_paper_suites_follow_the_suites_protocol(name):
     assert cfg.evaluation.stability.estimators == 50 and cfg.evaluation.stability.fraction == 0.8
     shifts = [m for m in cfg.missingness if m.kind == "shift"]
     assert shifts and all(m.tests for m in shifts)
+
+
+def test_plan_calibrates_a_suite_whose_first_scenario_is_a_shift_with_tests(mirror):
+    """--plan times one cell per candidate on the first scenario; a shift with `tests` expands into new scenario
+    objects on every call of the grid, which once left no cell to time (max() of an empty list)."""
+    from flows.bench import calibrate
+
+    d = {"suite": "plan_shift", "seed": 1, "datasets": [{"name": "german_son"}],
+         "scenarios": [{"kind": "shift", "name": "s", "train": {"kind": "preset", "preset": "son_german_mcar3"},
+                        "tests": [{"kind": "preset", "preset": "son_german_mcar3"},
+                                  {"kind": "preset", "preset": "son_german_mnar3"}]}],
+         "candidates": {"imputers": [{"kind": "median"}], "learners": [{"kind": "logistic_regression", "name": "lr"},
+                                                                       {"kind": "decision_tree", "name": "dt"}]},
+         "splits": {"seeds": [100, 200], "stratify": "none"}}
+    (line,) = calibrate(parse_suite(d, "inline.yaml"))
+    assert re.search(r"german_son: ≈ \d+ s for 8 cells on \d worker", line) and "slowest median+" in line, line
+    assert "failed" not in line
