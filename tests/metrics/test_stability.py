@@ -138,3 +138,74 @@ def test_an_unpruned_tree_is_less_stable_than_a_logistic_regression(tmp_path, mi
     cell = c.cells()[0]
     again = pipeline.fit_evaluate(c, cell, data, pipeline.make_split(c, data, 0, cell.missingness))
     assert again.metrics["jitter"] == res[cell.learner.label]["jitter"]
+
+
+# --- the copies themselves: cell_stability against a plain loop of ordinary scikit-learn calls -------------
+def _copies_oracle(build, X_tr, y_tr, X_te, *, root_seed, key, estimators, fraction):
+    """The module's recipe written out plainly (default scikit-learn configuration, checked calls): copy b's
+    resample and learner seed from SeedSequence(derive_seed(root, "stability", key)).spawn(B)[b], fit, P(y = 1)."""
+    from fairmiss.seeds import derive_seed
+
+    n, size = len(y_tr), int(fraction * len(y_tr))
+    proba = []
+    for ss in np.random.SeedSequence(derive_seed(root_seed, "stability", key)).spawn(estimators):
+        rng = np.random.default_rng(ss)
+        idx = rng.choice(n, size=size, replace=True)
+        est = build(int(rng.integers(2**31))).fit(X_tr[idx], y_tr[idx])
+        proba.append(est.predict_proba(X_te)[:, 1])
+    proba = np.array(proba)
+    return (proba > 0.5).astype(int), proba
+
+
+@pytest.mark.parametrize("kind,nan", [("logistic_regression", False), ("decision_tree", False),
+                                      ("decision_tree", True)])
+def test_cell_stability_equals_a_plain_loop_of_sklearn_fits(kind, nan):
+    """The copies run with scikit-learn's checks off (and a tree predicts float32 rows unchecked): the labels and
+    probabilities must be the very numbers of ordinary checked fits and predictions, bit for bit, and the metrics
+    those of the formulas on them; a NaN in X (the "none" imputer's path) keeps the checked path."""
+    import sklearn
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import accuracy_score, roc_auc_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeClassifier
+
+    from fairmiss.learners.baselines import DecisionTreeSpec, LogisticRegressionSpec
+    from fairmiss.learners.build import make_learner
+    from fairmiss.pipeline.stability import bootstrap_predictions, cell_stability, copy_seeds
+
+    rng = np.random.default_rng(7)
+    n, d = 700, 6
+    X = rng.normal(size=(n, d))
+    s = rng.integers(0, 2, n)
+    y = (X[:, 0] + 0.5 * X[:, 1] * s + rng.normal(0, 1, n) > 0).astype(int)
+    if nan:
+        X[rng.random((n, d)) < 0.1] = np.nan
+    tr, te = np.arange(500), np.arange(500, n)
+    spec = LogisticRegressionSpec() if kind == "logistic_regression" else DecisionTreeSpec(max_depth=None)
+    build = {"logistic_regression": lambda seed: make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
+             "decision_tree": lambda seed: DecisionTreeClassifier(max_depth=None, random_state=seed)}[kind]
+    kw = dict(root_seed=3, estimators=12, fraction=0.8)
+    want_l, want_p = _copies_oracle(build, X[tr], y[tr], X[te], key="cellA", **kw)
+
+    def make(seed):
+        return make_learner(spec, seed, threads=1)
+
+    config = sklearn.get_config()
+    got_l, got_p = bootstrap_predictions(make, X[tr], y[tr], s[tr], X[te], s[te], fraction=0.8,
+                                         seeds=copy_seeds(3, "cellA", 12))
+    assert np.array_equal(got_p, want_p) and np.array_equal(got_l, want_l)  # bit for bit
+    got = cell_stability(make, X[tr], y[tr], s[tr], X[te], y[te], s[te], cell_key="cellA", **kw)
+    assert sklearn.get_config() == config  # the copies' configuration does not leak
+    labels, p0 = pd.DataFrame(want_l), pd.DataFrame(1 - want_p)
+    assert abs(got["label_stability"] - _label_stability(labels)) < 1e-12
+    assert abs(got["jitter"] - _jitter(labels)) < 1e-12
+    assert abs(got["proba_std"] - _std(p0)) < 1e-12
+    for g in (0, 1):
+        cols = np.flatnonzero(s[te] == g)
+        assert abs(got[f"jitter_group_{g}"] - _jitter(labels[cols])) < 1e-12
+        assert abs(got[f"proba_std_group_{g}"] - _std(p0[cols])) < 1e-12
+    mean = want_p.mean(axis=0)
+    assert abs(got["ens_accuracy"] - accuracy_score(y[te], mean > 0.5)) < 1e-12
+    assert abs(got["ens_auc"] - roc_auc_score(y[te], mean)) < 1e-12
+    assert 0 < got["jitter"] < 0.5 and got["stability_estimators"] == 12.0
