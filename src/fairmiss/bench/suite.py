@@ -49,8 +49,8 @@ from fairmiss.missingness.specs import MissingnessSpec
 
 __all__ = ["BenchSuite", "Candidate", "Suite", "expand", "load_suite", "parse_suite", "REFERENCE_IMPUTER"]
 
-#: the imputer kind of the default reference candidate (on fairmiss's one-hot coded features the median of a
-#: 0/1 column is its mode, so this is median/mode imputation)
+#: the imputer kind of the default reference candidate (on a binary 0/1 column the median is the mode; on the
+#: one-hot block of a categorical attribute only when one level holds more than half of the rows)
 REFERENCE_IMPUTER = "median"
 
 Direction = Literal["max", "min"]
