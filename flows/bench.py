@@ -78,8 +78,8 @@ def calibrate(suite, *, raw_dir: str | None = None) -> list[str]:
         n = len(cfg.cells())
         per_cell = sum(s for _, s, _ in per) / max(len(per), 1)
         workers = max(1, cfg.execution.max_workers)
-        # a fit group's scenario cells share the fit, but each refits the stability copies (its test rows differ)
-        est = per_cell * (n if cfg.evaluation.stability is not None else fits_of(cfg)) / workers
+        # a fit group's scenario cells share the fit and the stability copies: one timed cell per fit
+        est = per_cell * fits_of(cfg) / workers
         slow = max(per, key=lambda x: x[1])
         failed = [m for m, _, st in per if st != "ok"]
         lines.append(f"  {name}: ≈ {_duration(est)} for {n} cells on {workers} worker(s) (data built in "

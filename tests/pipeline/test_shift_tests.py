@@ -195,3 +195,32 @@ def test_bad_tests_are_one_line_naming_the_key(tmp_path, case, miss, needle):
     X = "params/x.yaml"
     check(BadInput(f"shift-tests-{case}", ["validate", X], [X, "missingness.0", needle],
                    files={X: yaml.safe_dump({**BASE, "missingness": [miss]}, sort_keys=False)}), tmp_path)
+
+
+def test_stability_copies_are_fitted_once_per_fit_group_with_the_same_metrics(data, lr_fits):
+    """With evaluation.stability, a fit group's scenario cells share the B bootstrap copies (same training rows,
+    same seeds): B + 1 fits per (split, imputer) whatever k, and every stability and ensemble metric equals the
+    one-test shift's, whose cell fits its own copies."""
+    from tasks.experiment import fit_evaluate_task
+
+    stab = {"evaluation": {"stability": {"estimators": 4, "fraction": 0.8}}}
+    base = {**BASE, **stab, "imputers": [{"kind": "mean"}], "split": {"n_splits": 1}}
+    cfg = parse_config({**base, "missingness": [_shift(tests=TESTS)]})
+    cells = cfg.cells()
+    splits = {c.missingness.name: pipeline.make_split(cfg, data, 0, c.missingness) for c in cells}
+    pipeline.IMPUTE_CACHE.clear()
+    lr_fits.clear()
+    results = []
+    for batch in cell_batches(cells, cfg.execution):
+        results += fit_evaluate_task.fn(cfg, batch, data, [splits[c.missingness.name] for c in batch])
+    assert all(r.status == "ok" for r in results), [r.error for r in results]
+    assert len(lr_fits) == 1 + 4  # the cell's learner and 4 copies, not 3 x (1 + 4)
+    for j, t in enumerate(TESTS):
+        pipeline.IMPUTE_CACHE.clear()
+        one = parse_config({**base, "missingness": [_shift(test=t)]})
+        (c1,) = one.cells()
+        r1 = pipeline.fit_evaluate(one, c1, data, pipeline.make_split(one, data, 0, c1.missingness))
+        r = next(r for r in results if r.key == f"split0/s.{t.get('name', f'test{j}')}/mean/logistic_regression")
+        assert "ens_accuracy" in r.metrics and "label_stability" in r.metrics
+        assert _equal(r.metrics, r1.metrics), {k: (v, r1.metrics.get(k)) for k, v in r.metrics.items()
+                                                if r1.metrics.get(k) != v}

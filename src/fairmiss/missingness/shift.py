@@ -21,8 +21,8 @@ The cells of one (split, shift, imputer, learner) are a *fit group* (:attr:`fair
 the flow keeps them in one task, which imputes and fits once and evaluates each scenario's test rows with a
 copy of the fitted imputer and learner (:func:`fairmiss.pipeline.fit_evaluate`, ``fitted``). Each scenario cell
 is still cached and reused on its own key, so a resumed sweep recomputes (and refits for) only what is missing.
-What is shared is the fit on the training rows; ``evaluation.stability``'s bootstrap copies of the learner are
-refitted in every scenario cell (with the same seeds, so they are the same copies).
+What is shared is the fit on the training rows and, with ``evaluation.stability``, the bootstrap copies of the
+learner (same rows, same seeds: fitted by the group's first scenario cell, the others only predict).
 """
 
 from __future__ import annotations

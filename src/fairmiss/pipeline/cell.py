@@ -197,7 +197,8 @@ def fit_evaluate(cfg: ExperimentConfig, cell: Cell, data: Processed, split: Spli
         t3 = time.perf_counter()
         if cfg.evaluation.stability is not None:
             res.metrics.update(stability_of_cell(cfg, cell, data, Xtr, y[tr], s[tr], Xte_eval, y[te], s[te],
-                                                 seeds["imputer"], threads))
+                                                 seeds["imputer"], threads,
+                                                 copies=None if fitted is None else fitted.setdefault("copies", [])))
         t_stab = time.perf_counter() - t3
         res.metrics.update(signed_metrics(cfg, data, res.metrics))
         res.metrics["n_train"] = float(len(tr))
@@ -334,9 +335,10 @@ def _intervals(cfg: ExperimentConfig, y_te, pred, s_te, seed: int, names: list, 
 
 
 def stability_of_cell(cfg: ExperimentConfig, cell: Cell, data: Processed, X_tr, y_tr, s_tr, X_te, y_te, s_te,
-                      imputer_seed: int, threads: int = 1) -> dict:
+                      imputer_seed: int, threads: int = 1, copies: list | None = None) -> dict:
     """``evaluation.stability``: label stability, jitter, probability spread and the ensemble's metrics of
-    bootstrap copies of the cell's learner (:mod:`fairmiss.pipeline.stability`), on the evaluated test rows."""
+    bootstrap copies of the cell's learner (:mod:`fairmiss.pipeline.stability`), on the evaluated test rows.
+    ``copies``: a fit group's fitted copies, shared by its scenario cells (fitted once, by the first)."""
     from fairmiss.pipeline.stability import cell_stability
 
     def make(seed):
@@ -347,7 +349,7 @@ def stability_of_cell(cfg: ExperimentConfig, cell: Cell, data: Processed, X_tr, 
 
     st = cfg.evaluation.stability
     return cell_stability(make, X_tr, y_tr, s_tr, X_te, y_te, s_te, root_seed=cfg.seed, cell_key=cell.seed_key,
-                          estimators=st.estimators, fraction=st.fraction, metrics=cfg.metrics)
+                          estimators=st.estimators, fraction=st.fraction, metrics=cfg.metrics, copies=copies)
 
 
 def signed_metrics(cfg: ExperimentConfig, data: Processed, metrics: dict) -> dict:

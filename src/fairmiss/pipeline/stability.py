@@ -34,6 +34,8 @@ cell the checks were 5–9 % of 50 fits, and half of 50 trees' probability pass 
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import sklearn
 from sklearn.tree import DecisionTreeClassifier
@@ -65,10 +67,30 @@ def copy_checks(X_tr, X_te):
                                   assume_finite=True if _finite(X_tr, X_te) else None)
 
 
-def bootstrap_predictions(make, X_tr, y_tr, s_tr, X_te, s_te, *, seeds, fraction: float):
+def _copy(make, X_tr, y_tr, s_tr, ss, size: int, copies: list | None, b: int):
+    """Copy ``b``, fitted: from ``copies`` (a fit group's earlier cell fitted it on the same rows with the same
+    seed), else fitted here and, when ``copies`` is a list, kept there as fitted (a copy whose prediction draws
+    random numbers is kept unused, so every cell predicts from the state its own fit would leave)."""
+    if copies is not None and b < len(copies):
+        kept = copies[b]
+        return copy.deepcopy(kept) if kept.randomized_predict else kept
+    rng = np.random.default_rng(ss)
+    idx = rng.choice(len(y_tr), size=size, replace=True)
+    learner = make(int(rng.integers(2**31)))
+    learner.fit(X_tr[idx], y_tr[idx], s_tr[idx])
+    if copies is not None:
+        copies.append(copy.deepcopy(learner) if learner.randomized_predict else learner)
+    return learner
+
+
+def bootstrap_predictions(make, X_tr, y_tr, s_tr, X_te, s_te, *, seeds, fraction: float, copies: list | None = None):
     """``(labels, proba)``, two ``(B, n_test)`` matrices: copy ``b`` = ``make(seed)`` (an unfitted
     :class:`~fairmiss.learners.adapter.Learner`) fitted on ``int(fraction × n)`` training rows drawn with
-    replacement by ``default_rng(seeds[b])``, its labels and scores on the test rows."""
+    replacement by ``default_rng(seeds[b])``, its labels and scores on the test rows.
+
+    ``copies``: the fitted copies shared by the cells of a fit group (a ``shift`` with ``tests``: the same
+    training rows and seeds in every scenario cell, only the test rows differ), filled by its first cell and
+    reused by the others, which then predict without fitting: the same numbers as fitting again."""
     n = len(y_tr)
     size = int(fraction * n)
     if size < 1:
@@ -77,11 +99,8 @@ def bootstrap_predictions(make, X_tr, y_tr, s_tr, X_te, s_te, *, seeds, fraction
     # a decision tree's checked predict_proba converts the test rows to float32 and checks them, every copy: once
     te_finite, X32 = _finite(X_te) and X_te.ndim == 2, None
     with copy_checks(X_tr, X_te):
-        for ss in seeds:
-            rng = np.random.default_rng(ss)
-            idx = rng.choice(n, size=size, replace=True)
-            learner = make(int(rng.integers(2**31)))
-            learner.fit(X_tr[idx], y_tr[idx], s_tr[idx])
+        for b, ss in enumerate(seeds):
+            learner = _copy(make, X_tr, y_tr, s_tr, ss, size, copies, b)
             if te_finite and type(learner.estimator) is DecisionTreeClassifier and not learner.needs_sensitive_predict:
                 X32 = np.ascontiguousarray(X_te, dtype=np.float32) if X32 is None else X32
                 p = learner.estimator.predict_proba(X32, check_input=False)[:, 1]  # = learner.score(X_te, s_te)
@@ -97,10 +116,10 @@ def bootstrap_predictions(make, X_tr, y_tr, s_tr, X_te, s_te, *, seeds, fraction
 
 
 def cell_stability(make, X_tr, y_tr, s_tr, X_te, y_te, s_te, *, root_seed: int, cell_key: str, estimators: int,
-                   fraction: float, metrics=None) -> dict[str, float]:
-    """The stability and ensemble metrics of one cell (see the module)."""
+                   fraction: float, metrics=None, copies: list | None = None) -> dict[str, float]:
+    """The stability and ensemble metrics of one cell (see the module; ``copies``: :func:`bootstrap_predictions`)."""
     labels, proba = bootstrap_predictions(make, X_tr, y_tr, s_tr, X_te, s_te, fraction=fraction,
-                                          seeds=copy_seeds(root_seed, cell_key, estimators))
+                                          seeds=copy_seeds(root_seed, cell_key, estimators), copies=copies)
     out = stability_metrics(labels, proba, s_te)
     mean = proba.mean(axis=0)
     ens = evaluate(y_te, (mean > 0.5).astype(int), s_te, y_score=mean, metrics=metrics)
