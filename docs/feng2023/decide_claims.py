@@ -7,8 +7,10 @@ code (every cell of one code version), so its results directory has no claims fi
 
     python docs/feng2023/decide_claims.py RESULTS_DIR/feng2023_compas params/studies/feng2023_compas.yaml
 
-Prints the claims as CSV. ``cell_metrics.csv`` holds values to 10 significant digits, so a claim's numbers can
-differ from the run's own file in the last printed digit at most; the check on the Adult full run (which wrote
+Prints the claims as CSV; with ``--verdicts``, the statements S-a … S-e instead
+(``fairmiss.studies.feng2023_verdicts``, for a config with ``claims.feng2023``), with ``--evidence`` their evidence.
+``cell_metrics.csv`` holds values to 10 significant digits, so a claim's numbers can differ from the run's own
+file in the last printed digit at most; the check on the Adult full run (which wrote
 its own file) is in docs/feng2023.md.
 """
 
@@ -37,6 +39,17 @@ def cells_from_files(results: Path) -> pd.DataFrame:
 def main(argv: list[str]) -> int:
     results, config = Path(argv[0]), argv[1]
     cfg = load_config(config, quick="--quick" in argv)
+    if "--verdicts" in argv or "--evidence" in argv:
+        from fairmiss.studies.feng2023_verdicts import feng2023_verdicts
+
+        spec = cfg.claims.feng2023 if cfg.claims is not None else None
+        gap = (spec and spec.gap) or cfg.fairness_metric
+        out = feng2023_verdicts(cells_from_files(results), cfg.learners, spec, gap)
+        if out is None:
+            print(f"{config}: no claims.feng2023 section, or no adapted front with a baseline front", file=sys.stderr)
+            return 1
+        sys.stdout.write(out[1 if "--evidence" in argv else 0].to_csv(index=False))
+        return 0
     claims = feng2023_claims(cells_from_files(results), cfg.learners, cfg.missingness, cfg.fairness_metric)
     if claims is None:
         print(f"{results}: no adapted intervention with an impute-then-classify counterpart", file=sys.stderr)

@@ -61,7 +61,8 @@ def test_an_unknown_study_names_the_known_ones(tmp_path):
 
 
 def test_claim_hooks_decide_and_head_their_report_section():
-    assert {name for name, _, _ in claim_sections()} >= {"claims_000.csv", "claims_feng2023.csv"}  # loads them
+    assert {name for name, _, _ in claim_sections()} >= {"claims_000.csv", "claims_feng2023.csv",
+                                                         "claims_feng2023_verdicts.csv", "claims_feng2023_evidence.csv"}
     saved = list(CLAIM_HOOKS)
     try:
         CLAIM_HOOKS.clear()

@@ -16,6 +16,7 @@ from fairmiss.io import stable_hash
 from fairmiss.seeds import derive_seed
 from fairmiss._spec import SafeName, _Strict
 from fairmiss.missingness.specs import NoMissingness, MissingnessSpec
+from fairmiss.config.claims import ClaimsSpec
 from fairmiss.impute.specs import ImputerSpec
 from fairmiss.learners.specs import LearnerSpec, NATIVE_MISSING, MI_LEARNERS
 import fairmiss.metrics  # noqa: F401,E402  (imports every metric module: added metrics register themselves)
@@ -427,6 +428,10 @@ class ExperimentConfig(_Strict):
     min_group_size: Annotated[int, Field(ge=0)] = 0
     #: bootstrap intervals of every cell's metrics (:class:`EvaluationSpec`)
     evaluation: EvaluationSpec = EvaluationSpec()
+    #: a paper's claim settings (tolerances, which setting is which), fixed before running and read by its claim
+    #: hook (:mod:`fairmiss.config.claims`); no cell depends on it: left out of the config hash, and out of dumps
+    #: while unset
+    claims: ClaimsSpec | None = None
 
     @model_serializer(mode="wrap")
     def _omit_default_complete_case(self, handler):
@@ -437,7 +442,27 @@ class ExperimentConfig(_Strict):
             del out["min_group_size"]
         if isinstance(out, dict) and "evaluation" in out and self.evaluation.is_default():
             del out["evaluation"]
+        if isinstance(out, dict) and "claims" in out and self.claims is None:
+            del out["claims"]
         return out
+
+    @model_validator(mode="after")
+    def _claims_settings(self):
+        """``claims.feng2023`` names settings this config has and a gap that is a fairness gap."""
+        feng = self.claims.feng2023 if self.claims is not None else None
+        if feng is None:
+            return self
+        names = {missingness_label(m) for m in self.missingness}
+        names |= {m.name for x in self.missingness if getattr(x, "tests", None) for m in x.scenarios()}
+        for key in ("mcar_mar", "mnar"):
+            unknown = sorted(set(getattr(feng, key)) - names)
+            if unknown:
+                raise ValueError(f"claims.feng2023.{key}: {unknown} are not missingness settings of this config "
+                                 f"(its settings: {sorted(names)})")
+        if feng.gap is not None and feng.gap not in fairness_choices():
+            raise ValueError(f"claims.feng2023.gap: {feng.gap!r} is not a fairness gap; one of "
+                             f"{_one_of(fairness_choices())}")
+        return self
 
     @model_validator(mode="after")
     def _compatible(self):
@@ -475,11 +500,11 @@ class ExperimentConfig(_Strict):
 
     @property
     def config_hash(self) -> str:
-        """Hash of what determines results: execution, tracking and prose are left out, so changing
+        """Hash of what determines results: execution, tracking, prose and claim settings are left out, so changing
         the number of workers or the tracking store does not change the hash."""
         return stable_hash(self.model_dump(mode="json", by_alias=True,
                                            exclude={"execution", "tracking", "description", "quick",
-                                                    "references"}))
+                                                    "references", "claims"}))
 
     def cells(self) -> list[Cell]:
         """The grid: split × missingness × imputer × learner (the pairs the learners accept). A ``shift`` with
