@@ -106,8 +106,10 @@ def _column_cases():
         v, stem = _variant(rel), Path(rel).stem
         for col in (v.group, v.label):
             miss = [{"kind": "mcar", "name": "bad", "rates": {col: 0.2}}]
+            # a study's claims section names its own settings, which this case replaces: left out with them
+            change = {"missingness": miss, **({"claims": DELETE} if "claims" in load_params(rel) else {})}
             out.append(BadInput(f"mask-{'group' if col == v.group else 'label'}-{stem}", ["validate", X],
-                                [X, "missingness.0", col], files={X: mutate_keys(rel, {"missingness": miss})}))
+                                [X, "missingness.0", col], files={X: mutate_keys(rel, change)}))
     miss = [{"kind": "mcar_group", "name": "typo", "rates": {"prior_count": {0: 0.4, 1: 0.1}}}]
     out += [
         BadInput("missingness-column-typo-validate", ["validate", X], [X, "missingness.0", "prior_count"],
