@@ -12,9 +12,9 @@ configs are not part of it (a config enters every key through its own hash). The
 recorded as an informational tag (``git.commit``), never as a key.
 
 :func:`cell_code_version` is the narrower hash of the code a *cell* runs, for the cell cache keys and the kept
-built tables: the library without the modules that only record and show results (:data:`NOT_CELL_CODE`:
-``fairmiss.tracking``, ``fairmiss.reporting``, ``fairmiss.bench``) plus the ``tasks`` package; not ``flows`` (the command line,
-servers, console, the flow's orchestration). Editing a command's help text, the console or the report no longer
+built tables: the library without the modules that only record, show and judge results (:data:`NOT_CELL_CODE`:
+``fairmiss.tracking``, ``fairmiss.reporting``, ``fairmiss.bench`` and the claim hooks of ``fairmiss.studies``)
+plus the ``tasks`` package; not ``flows`` (the command line, servers, console, the flow's orchestration). Editing a command's help text, the console or the report no longer
 recomputes every cached cell; a run's fingerprint (is the whole run up to date?) still uses :func:`code_version`,
 because the flow writes the outputs.
 """
@@ -35,9 +35,12 @@ RESULT_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "fairlearn", "xgb
                    "highspy", "pot")
 
 
-#: subpackages of fairmiss that record or show results and never change what a cell computes (``bench``: suites
-#: expand into configs, whose cells carry their own keys, and leaderboards are built from finished cells)
-NOT_CELL_CODE = ("tracking", "reporting", "bench")
+#: subpackages (and modules, by relative path) of fairmiss that record or show results and never change what a
+#: cell computes (``bench``: suites expand into configs, whose cells carry their own keys, and leaderboards are
+#: built from finished cells; the claim hooks of ``studies`` decide a paper's statements from a run's finished
+#: cells, so a study's cached cells survive an edit of a claim rule and ``--force`` re-decides on them)
+NOT_CELL_CODE = ("tracking", "reporting", "bench", "studies/claims.py", "studies/feng2023_claims.py",
+                 "studies/feng2023_verdicts.py", "studies/p000_claims.py")
 
 
 def _regular(spec) -> bool:
@@ -97,13 +100,14 @@ def cell_code_version() -> str:
 
 def hash_sources(roots: list[Path], exclude: dict[Path, tuple[str, ...]] | None = None) -> str:
     """``src-<16 hex>`` over the ``*.py`` files under ``roots`` and :data:`RESULT_PACKAGES`' versions;
-    ``exclude`` maps a root to the names of its subdirectories left out."""
+    ``exclude`` maps a root to what is left out under it: subdirectory names, or modules by relative path
+    (``studies/claims.py``)."""
     h = hashlib.sha256()
     for root in roots:
         skip = (exclude or {}).get(root, ())
         for path in sorted(root.rglob("*.py")):
             rel = path.relative_to(root).parts
-            if "__pycache__" in path.parts or (len(rel) > 1 and rel[0] in skip):
+            if "__pycache__" in path.parts or (len(rel) > 1 and (rel[0] in skip or "/".join(rel) in skip)):
                 continue
             h.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
             h.update(path.read_bytes())

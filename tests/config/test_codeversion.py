@@ -74,7 +74,7 @@ def test_outputs_do_not_change_the_code_version_sources_do(tmp_path):
 
 
 def test_the_cell_code_version_leaves_out_the_cli_console_and_report(tmp_path):
-    """Cells are cached under the code a cell runs: the library without tracking and reporting, and tasks.
+    """Cells are cached under the code a cell runs: the library without tracking, reporting and the claim hooks, and tasks.
     Editing the command line, the flow's console or the report keeps every cached cell; editing a learner,
     a metric or a task does not."""
     from fairmiss.codeversion import NOT_CELL_CODE
@@ -86,12 +86,13 @@ def test_the_cell_code_version_leaves_out_the_cli_console_and_report(tmp_path):
     exclude = {lib: NOT_CELL_CODE}
     v0 = hash_sources(roots, exclude=exclude)
     for rel in ("flows/cli.py", "flows/experiment.py", "src/fairmiss/reporting/html.py",
-                "src/fairmiss/tracking/tracker.py"):
+                "src/fairmiss/tracking/tracker.py", "src/fairmiss/studies/feng2023_verdicts.py",
+                "src/fairmiss/studies/claims.py"):
         f = clone / rel
         f.write_text(f.read_text() + "\n# changed\n")
     assert hash_sources(roots, exclude=exclude) == v0
     for rel in ("src/fairmiss/learners/baselines.py", "src/fairmiss/metrics/rates.py", "tasks/experiment.py",
-                "src/fairmiss/reporting_extra.py"):  # a module *named* like an excluded package still counts
+                "src/fairmiss/reporting_extra.py", "src/fairmiss/studies/p001_sim.py"):  # a study's computing module counts  # a module *named* like an excluded package still counts
         f = clone / rel
         f.write_text((f.read_text() if f.exists() else "") + "\n# changed\n")
         assert hash_sources(roots, exclude=exclude) != v0, rel
