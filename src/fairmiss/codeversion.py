@@ -37,10 +37,11 @@ RESULT_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "fairlearn", "xgb
 
 #: subpackages (and modules, by relative path) of fairmiss that record or show results and never change what a
 #: cell computes (``bench``: suites expand into configs, whose cells carry their own keys, and leaderboards are
-#: built from finished cells; the claim hooks of ``studies`` decide a paper's statements from a run's finished
-#: cells, so a study's cached cells survive an edit of a claim rule and ``--force`` re-decides on them)
+#: built from finished cells; the claim hooks of ``studies`` and their settings ``config/claims.py`` decide a
+#: paper's statements from a run's finished cells, so a study's cached cells survive an edit of a claim rule and
+#: ``--force`` re-decides on them)
 NOT_CELL_CODE = ("tracking", "reporting", "bench", "studies/claims.py", "studies/feng2023_claims.py",
-                 "studies/feng2023_verdicts.py", "studies/p000_claims.py")
+                 "studies/feng2023_verdicts.py", "studies/p000_claims.py", "config/claims.py")
 
 
 def _regular(spec) -> bool:

@@ -462,6 +462,11 @@ class ExperimentConfig(_Strict):
         if feng.gap is not None and feng.gap not in fairness_choices():
             raise ValueError(f"claims.feng2023.gap: {feng.gap!r} is not a fairness gap; one of "
                              f"{_one_of(fairness_choices())}")
+        families = {ln.name.split(",", 1)[0] for ln in self.learners}
+        unknown = sorted(set(feng.outside) - families)
+        if unknown:
+            raise ValueError(f"claims.feng2023.outside: {unknown} are not learner families of this config "
+                             f"(its families: {sorted(families)})")
         return self
 
     @model_validator(mode="after")
