@@ -97,7 +97,7 @@ def test_paper_config_pairs_every_arm():
     cells = pd.DataFrame([{"split": 0, "missingness": "mcar", "imputer": s.imputers[0], "learner": s.name,
                            "accuracy": 0.6, GAP: 0.1} for s in c.learners])
     got = {(p.adapted, p.baseline) for p in front_pairs(c.learners, cells)}
-    assert {("none+ind_dm", "mean+dm"), ("none+aff_dm", "mean+dm")} <= got and len(got) == 9
+    assert {("none+ind_dm", "mean+dm"), ("none+aff_dm", "mean+dm")} <= got and len(got) == 10
 
 
 def test_identical_fronts(cfg):
@@ -321,3 +321,62 @@ def test_claims_section_validated_and_left_out_of_the_hash():
     assert parse_config(base).config_hash == parse_config(without).config_hash
     assert "claims" not in parse_config(without).model_dump(mode="json")
     assert parse_config(base).model_dump(mode="json")["claims"]["feng2023"]["equal_acc"] == 0.01
+
+
+def test_claims_gaps_and_outside_validated():
+    base = _config()
+    feng = base["claims"]["feng2023"]
+    with pytest.raises(ConfigError, match="gaps.*fair_projektion.*not learner kinds"):
+        parse_config({**base, "claims": {"feng2023": {**feng, "gaps": {"fair_projektion": "fnr_difference"}}}})
+    with pytest.raises(ConfigError, match="gaps.*meo.*no gap fairmiss logs"):
+        parse_config({**base, "claims": {"feng2023": {**feng, "gaps": {"fair_projection": "meo"}}}})
+    with pytest.raises(ConfigError, match=r"claims.feng2023.outside: \['ind_eqodds'\]"):
+        parse_config({**base, "claims": {"feng2023": {**feng, "outside": ["ind_eqodds"]}}})
+    ok = parse_config({**base, "claims": {"feng2023": {**feng, "gaps": {"fair_projection": "mean_equalized_odds"},
+                                                       "outside": ["bag_eqodds_tree"]}}})
+    assert ok.config_hash == parse_config(base).config_hash
+
+
+def _with_claims(**extra):
+    base = _config()
+    return parse_config({**base, "claims": {"feng2023": {**base["claims"]["feng2023"], **extra}}})
+
+
+def test_each_arm_judged_on_its_own_gap():
+    """Fronts identical on the default gap, but the indicators front lies 0.05 to the right on the FNR gap under
+    MCAR: with ``gaps: {fair_projection: fnr_difference}`` the FairProjection pairs are drawn on the FNR gap and
+    (a) fails; the EqOdds bag pair keeps the default gap."""
+    cfg0 = parse_config(_config())
+    cells = _cells(cfg0)
+    shift = (cells["learner"].map(family) == "ind_fp") & (cells["missingness"] == "mcar")
+    cells["fnr_difference"] = cells[GAP] + np.where(shift, 0.05, 0.0)
+    assert _decide(cfg0, cells)[0]["S-a"] is True
+    v, table, ev = _decide(_with_claims(gaps={"fair_projection": "fnr_difference"}), cells)
+    assert v["S-a"] is False
+    assert set(ev.loc[ev["baseline"].isin(["mean+fp", "mean+fp_rf"]), "gap"]) == {"fnr_difference"}
+    assert set(ev.loc[ev["baseline"] == "mean+eqodds_tree", "gap"]) == {GAP}
+    a = ev[(ev["statement"] == "S-a") & (ev["adapted"] == "none+ind_fp") & (ev["setting"] == "mcar")]
+    assert (a["mean"] < -0.01).any() and not a["holds"].all()
+    assert "arm's gap" in table.loc["S-a", "statement"]
+
+
+def test_mean_equalized_odds_is_derived_from_the_logged_sum():
+    """``mean_equalized_odds`` = equalized_odds_sum / 2: the same verdicts as on a gap equal to it, and the
+    evidence's levels on its scale."""
+    cfg = _with_claims(gaps={"fair_projection": "mean_equalized_odds"})
+    up = {("ind_fp", "mnar"), ("aff_fp", "mnar")}
+    cells = _cells(cfg, lambda f, m: _shifted(BASE, 0.05) if (f, m) in up else None)
+    v_ref, _, ev_ref = _decide(parse_config(_config()), cells)  # on the default gap, equal to MEO here
+    v, _, ev = _decide(cfg, cells.assign(equalized_odds_sum=2.0 * cells[GAP]))
+    assert v == v_ref and v["S-b"] is True
+    fp = ev["baseline"] == "mean+fp"
+    assert set(ev.loc[fp, "gap"]) == {"mean_equalized_odds"}
+    pd.testing.assert_series_equal(ev.loc[fp, "mean"], ev_ref.loc[ev_ref["baseline"] == "mean+fp", "mean"])
+    assert ev.loc[fp & (ev["comparison"] == "acc_at_gap"), "level"].max() == pytest.approx(0.20)
+
+
+def test_outside_arms_are_in_no_statement():
+    cfg = _with_claims(outside=["bag_eqodds_tree"])
+    v, _, ev = _decide(cfg, _cells(cfg))
+    assert "none+bag_eqodds_tree" not in set(ev["adapted"]) and "none+bag_fp_rf" in set(ev["adapted"])
+    assert v["S-a"] is True

@@ -10,6 +10,12 @@ comes from its kind: ``adaptive`` with ``interactions: false`` = missing indicat
 interactions = affinely adaptive classification, ``fairmissbag`` = FairMissBag (``pattern_clusters`` is not in
 any statement: the paper leaves it out on COMPAS / Adult).
 
+**Gaps.** Each pair is drawn against the gap the study's ``gaps`` names for its fair learner's kind (the
+paper's: mean equalized odds for FairProjection, Reduction and EqOdds, the FNR gap for DispMistreatment;
+``mean_equalized_odds`` = ``equalized_odds_sum`` / 2 is derived, :func:`with_gap`), else ``gap``; a pair whose
+gap the run did not log is not compared. Families listed in ``outside`` (arms that separate causes) are in no
+statement.
+
 **Comparisons** (per pair and setting, adapted − baseline, paired over splits, mean ± SE):
 
 * ``acc_at_gap``: accuracy at fixed gap levels (:func:`fairmiss.bench.stats.fronts_at_gaps`: each split's
@@ -49,18 +55,20 @@ pair × setting with no comparison reached by 3 splits (e.g. fronts whose per-sp
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from fairmiss.config.claims import DERIVED_MEO
 from fairmiss.config.sweep import family
 from fairmiss.studies.claims import register_claims
 from fairmiss.studies.feng2023_claims import MIN_SPLITS, cells_frame, counterparts, critical
 
-__all__ = ["EVIDENCE_COLUMNS", "FrontPair", "compare_pair", "feng2023_verdicts", "front_pairs", "long_table"]
+__all__ = ["EVIDENCE_COLUMNS", "FrontPair", "compare_pair", "feng2023_verdicts", "front_pairs", "long_table",
+           "with_gap"]
 
-EVIDENCE_COLUMNS = ["statement", "setting", "role", "adapted", "baseline", "comparison", "level", "n", "mean", "se",
-                    "c", "bound", "holds"]
+EVIDENCE_COLUMNS = ["statement", "setting", "role", "adapted", "baseline", "gap", "comparison", "level", "n", "mean",
+                    "se", "c", "bound", "holds"]
 
 @dataclass(frozen=True)
 class FrontPair:
@@ -69,6 +77,8 @@ class FrontPair:
     baseline: str
     adapted_points: tuple[str, ...]  # its candidates (imputer+learner)
     baseline_points: tuple[str, ...]
+    baseline_kind: str = ""  # the fair learner's kind (the impute-then-classify learner's), for ``gaps``
+    gap: str = ""  # the gap its fronts are drawn against (set by :func:`feng2023_verdicts`)
 
 
 def _role(spec) -> str | None:
@@ -96,8 +106,17 @@ def front_pairs(learners, cells: pd.DataFrame) -> list[FrontPair]:
             continue
         for ia in imps[a]:
             for ib in imps[b]:
-                keys.setdefault((f"{ia}+{family(a)}", f"{ib}+{family(b)}"), role)
-    return [FrontPair(role, fa, fb, tuple(members[fa]), tuple(members[fb])) for (fa, fb), role in keys.items()]
+                keys.setdefault((f"{ia}+{family(a)}", f"{ib}+{family(b)}"), (role, specs[b].kind))
+    return [FrontPair(role, fa, fb, tuple(members[fa]), tuple(members[fb]), kind)
+            for (fa, fb), (role, kind) in keys.items()]
+
+
+def with_gap(cells: pd.DataFrame, gap: str) -> pd.DataFrame:
+    """``cells`` with the column ``gap``: logged, or the paper's mean equalized odds derived from the logged
+    ``equalized_odds_sum`` (½(|ΔTPR| + |ΔFPR|) = ½(|ΔFNR| + |ΔFPR|)); unchanged when neither is there."""
+    if gap in cells or gap != DERIVED_MEO or "equalized_odds_sum" not in cells:
+        return cells
+    return cells.assign(**{DERIVED_MEO: cells["equalized_odds_sum"] / 2.0})
 
 
 def long_table(cells: pd.DataFrame, gap: str) -> pd.DataFrame:
@@ -205,7 +224,8 @@ def _statement_rows(statement: str, rule: tuple, pairs: list[FrontPair], compare
     """The statement's evidence rows, each with ``c`` (Bonferroni over the statement's usable rows), the bound
     it was held to and ``holds`` (None: fewer than :data:`MIN_SPLITS` splits, not used)."""
     roles, settings, by_comparison = rule
-    rows = [{"statement": statement, "setting": s, "role": p.role, "adapted": p.adapted, "baseline": p.baseline, **r}
+    rows = [{"statement": statement, "setting": s, "role": p.role, "adapted": p.adapted, "baseline": p.baseline,
+             "gap": p.gap, **r}
             for p in pairs if p.role in roles for s in settings for r in compared(p, s)
             if r["comparison"] in by_comparison]
     usable = [r["n"] >= MIN_SPLITS and math.isfinite(r["mean"]) and math.isfinite(r["se"]) for r in rows]
@@ -242,7 +262,7 @@ def _group_line(statement: str, key: tuple, rows: list[dict], spec) -> tuple[boo
         else:
             parts.append("better front" if acc and all(_above_acc(r, spec) for r in acc) else "moves along")
     mark = "no comparison with enough splits" if verdict is None else ("holds" if verdict else "fails")
-    return verdict, f"{setting}: {adapted} − {baseline}: " + "; ".join(parts) + f" — {mark}"
+    return verdict, f"{setting}: {adapted} − {baseline} on {rows[0]['gap']}: " + "; ".join(parts) + f" — {mark}"
 
 
 _TEXT = {
@@ -291,21 +311,25 @@ def _all_of(verdicts: list) -> bool | None:
 def feng2023_verdicts(cells: pd.DataFrame, learners, spec, gap: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """``(verdicts, evidence)``: one row per statement (claim, statement, verdict, evidence) and every comparison
     (:data:`EVIDENCE_COLUMNS`); ``None`` without a ``claims.feng2023`` spec, pairs or the metrics."""
-    if spec is None or cells.empty or "accuracy" not in cells or gap not in cells:
+    if spec is None or cells.empty or "accuracy" not in cells:
         return None
-    pairs = front_pairs(learners, cells)
+    outside = set(spec.outside)
+    pairs = [replace(p, gap=spec.gaps.get(p.baseline_kind, gap)) for p in front_pairs(learners, cells)
+             if not {family(p.adapted.split("+", 1)[1]), family(p.baseline.split("+", 1)[1])} & outside]
+    longs = {g: long_table(with_gap(cells, g), g) for g in {p.gap for p in pairs} if g in with_gap(cells, g)}
+    pairs = [p for p in pairs if p.gap in longs]  # a gap the run did not log: the pair is not compared
     if not pairs:
         return None
-    long = long_table(cells, gap)
     memo: dict = {}
 
     def compared(pair, setting):
         if (pair, setting) not in memo:
-            memo[pair, setting] = compare_pair(long, pair, setting, gap, spec.n_levels)
+            memo[pair, setting] = compare_pair(longs[pair.gap], pair, setting, pair.gap, spec.n_levels)
         return memo[pair, setting]
 
     n_splits = int(cells["split"].nunique())
-    names = {**spec.model_dump(), "gap": gap}
+    per_arm = sorted({p.gap for p in pairs}) != [gap]
+    names = {**spec.model_dump(), "gap": "arm's gap" if per_arm else gap}
     table, evidence, verdicts = [], [], {}
     for statement, rule in _rules(spec).items():
         rows = _statement_rows(statement, rule, pairs, compared)
