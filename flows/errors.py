@@ -115,8 +115,9 @@ class _QuietFlowErrors(logging.Filter):
             return True
         if record.levelno < logging.WARNING and _console_noise(record):
             return False
-        if getattr(record, "fairmiss_progress", False) and PROGRESS_BAR:
-            return False  # the progress bar shows it
+        shown = getattr(record, "fairmiss_progress", None)
+        if shown is not None and (PROGRESS_BAR or not shown):
+            return False  # the progress bar shows it, or a cell's line between two shown ones (CellProgress.STEP)
         if record.name == "py.warnings":
             return False  # library warnings (captured by main): `-v` shows them
         if record.name.startswith("urllib3") and record.levelno < logging.ERROR:

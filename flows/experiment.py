@@ -220,6 +220,11 @@ class CellProgress:
 
     BURST = 0.25
     BURST_SPAN = 2.0
+    #: without a terminal (a log file, CI, a scheduler), a cell's line reaches the console only at every further
+    #: :attr:`STEP` of the cells, after :attr:`EVERY` s without one, for a failed cell and for the first and last
+    #: (``-v``: every line); thousands of cells then print tens of lines. Every line stays in Prefect's log.
+    STEP = 0.05
+    EVERY = 60.0
 
     def __init__(self, total: int, to_compute: int, desc: str, clock=time.monotonic):
         self.clock = clock
@@ -229,6 +234,8 @@ class CellProgress:
         # burst being handed over
         self.first = self.finished = self.current = None
         self.burst_start = 0.0
+        self.failed = 0
+        self.shown_at, self.shown_step = self.t0, 0
         self.bar = None
         if sys.stderr.isatty() and not errors.VERBOSE:
             from tqdm import tqdm
@@ -267,6 +274,16 @@ class CellProgress:
         if self.left <= 0 or est is None:
             return ""
         return f" (ETA {'~' if est[1] else ''}{_hms(_rounded(est[0]))})"
+
+    def milestone(self, n: int, total: int, *, failed: bool = False) -> bool:
+        """Whether the ``n``-th of ``total`` cells' line is shown on a console without a progress bar (see
+        :attr:`STEP`); counts failed cells."""
+        self.failed += failed
+        now, step = self.clock(), int(n / total / self.STEP + 1e-9) if total else 0
+        if n == 1 or failed or n >= total or step > self.shown_step or now - self.shown_at >= self.EVERY:
+            self.shown_at, self.shown_step = now, max(step, self.shown_step)
+            return True
+        return False
 
     def close(self) -> None:
         if self.bar is not None:
@@ -705,18 +722,20 @@ def _collect_cells(run: RunContext, parent: str, done: dict, tasks: CellTasks, p
     for n, cell in enumerate(run.cells, 1):
         if cell.key in done:
             res = _reused(cell, done[cell.key])
-            log.info("[%d/%d] %s: reused from run %s", n, len(run.cells), run_name(res, with_missingness=several),
-                     res.reused_from, extra={"fairmiss_progress": True})
             progress.step(computed=False)
+            log.info("[%d/%d] %s: reused from run %s", n, len(run.cells), run_name(res, with_missingness=several),
+                     res.reused_from, extra={"fairmiss_progress": progress.milestone(n, len(run.cells))})
         else:
             errors.redeliver_lost_sigterm()  # progress point (see there)
             res = tasks.result(cell.key)
             name = run_name(res, with_missingness=several)
             _log_child(run, parent, res, name)
             eta = progress.step(computed=True)
-            log.info("[%d/%d] %s: %s%s", n, len(run.cells), name,
+            shown = progress.milestone(n, len(run.cells), failed=res.status != "ok")
+            failed = f", {progress.failed} failed" if progress.failed else ""
+            log.info("[%d/%d%s] %s: %s%s", n, len(run.cells), failed, name,
                      res.status if res.status != "ok" else f"accuracy {res.metrics['accuracy']:.3f}", eta,
-                     extra={"fairmiss_progress": True})
+                     extra={"fairmiss_progress": shown})
         results.append(res)
 
 

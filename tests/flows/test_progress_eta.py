@@ -107,3 +107,50 @@ def test_reused_cells_between_computed_ones_are_not_counted():
         p.step(computed=True)
         assert p.step(computed=False) == ""
     assert p.seconds_left() == (10.0, False)  # 10 s a cell, one computed cell left
+
+
+def test_without_a_terminal_a_line_every_5_percent_or_60_s():
+    """2,000 cells at 0.1 s: a line at every further 5 % (20) plus the first; at 20 s a cell, one every 60 s
+    (3 cells) between the 5 % steps; a failed cell always, and the failures counted."""
+    t = [0.0]
+    p = CellProgress(2000, 2000, "t", clock=lambda: t[0])
+    shown = []
+    for n in range(1, 2001):
+        t[0] += 0.1
+        if p.milestone(n, 2000):
+            shown.append(n)
+    assert shown == [1] + [100 * k for k in range(1, 21)]
+    t = [0.0]
+    p = CellProgress(100, 100, "t", clock=lambda: t[0])
+    shown = []
+    for n in range(1, 101):
+        t[0] += 20.0
+        if p.milestone(n, 100, failed=n == 7):
+            shown.append(n)
+    assert shown[:5] == [1, 4, 5, 7, 10] and shown[-1] == 100 and p.failed == 1
+    assert all(b - a <= 3 for a, b in zip(shown, shown[1:]))  # never more than 60 s without a line
+    small = CellProgress(12, 12, "t", clock=lambda: 0.0)
+    assert all(small.milestone(n, 12) for n in range(1, 13))  # up to 20 cells: every cell's line
+
+
+def test_console_filter_keeps_only_the_shown_cell_lines(monkeypatch):
+    """A cell's line marked not shown stays off the console (it still reaches Prefect's log handler); a shown one
+    is printed unless a progress bar draws it; ``-v`` prints every line; other records are untouched."""
+    import logging
+
+    from flows import errors
+
+    def rec(**extra):
+        r = logging.LogRecord("prefect.flow_runs", logging.INFO, __file__, 1, "[3/40] a cell", None, None)
+        r.__dict__.update(extra)
+        return r
+
+    f = errors._QuietFlowErrors()
+    monkeypatch.setattr(errors, "VERBOSE", False)
+    monkeypatch.setattr(errors, "PROGRESS_BAR", False)
+    assert f.filter(rec(fairmiss_progress=True)) and not f.filter(rec(fairmiss_progress=False))
+    assert f.filter(rec())
+    monkeypatch.setattr(errors, "PROGRESS_BAR", True)
+    assert not f.filter(rec(fairmiss_progress=True))
+    monkeypatch.setattr(errors, "VERBOSE", True)
+    assert f.filter(rec(fairmiss_progress=False))
