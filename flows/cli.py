@@ -347,6 +347,8 @@ def _cmd_validate(args) -> int:
     def go():
         from fairmiss.config import load_study_config
 
+        if _is_suite(args.config):  # a benchmark suite: itself and its quick version, expanded into configs
+            return _validate_suite(args.config)
         cfg = load_study_config(args.config)  # an experiment config, or a study with its own flow
         if _has_quick(args.config):  # the small version `run --quick` builds must be valid too
             load_study_config(args.config, quick=True)
@@ -360,6 +362,29 @@ def _cmd_validate(args) -> int:
     from flows.run import guarded_without_prefect  # validating runs no flow: no Prefect import
 
     return guarded_without_prefect(go)
+
+
+def _is_suite(path) -> bool:
+    """A YAML mapping with a top-level ``suite:`` key (docs/benchmark.md); anything else is read as a config."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False  # the config loader names the problem
+    return isinstance(data, dict) and "suite" in data
+
+
+def _validate_suite(path) -> None:
+    """What ``fairmiss bench --plan`` checks, without its timing: the suite and its ``quick:`` version expand into
+    valid configs (every scenario checked against every dataset)."""
+    from fairmiss.bench.suite import load_suite
+
+    suite, quick = load_suite(path), load_suite(path, quick=True)
+    cells = [sum(len(cfg.cells()) for *_, cfg in s.configs) for s in (suite, quick)]
+    n = len(suite.configs)
+    print(f"{path}: ok — suite {suite.spec.suite}: {cells[0]} cells across {n} dataset{'s' * (n != 1)} "
+          f"(--quick: {cells[1]})")
 
 
 def _cmd_serve(args) -> int:

@@ -163,6 +163,13 @@ CASES = [
              ["params/suites/nope.yaml", "suite file not found"]),
     BadInput("compare-quick-without-suite", ["compare", "some_experiment", "--quick"],
              ["--quick", "only for a suite file"]),
+    # `fairmiss validate` reads a suite file as a suite (and its quick version), with the same one-line errors
+    BadInput("validate-bad-suite", ["validate", "params/suites/bad.yaml"],
+             ["params/suites/bad.yaml", "unknown key 'splitz'"],
+             files={"params/suites/bad.yaml": _mutated(lambda d: d.update(splitz={"n_splits": 2}))}),
+    BadInput("validate-bad-quick", ["validate", "params/suites/bad.yaml"],
+             ["params/suites/bad.yaml (with its quick: overrides)", "splits.n_splits"],
+             files={"params/suites/bad.yaml": _mutated(lambda d: d["quick"].update(splits={"n_splits": 0}))}),
     BadInput("bad-quick", ["bench", "params/suites/bad.yaml", "--quick", "--plan"],
              ["params/suites/bad.yaml (with its quick: overrides)", "splits.n_splits"],
              files={"params/suites/bad.yaml": _mutated(lambda d: d["quick"].update(splits={"n_splits": 0}))}),
@@ -262,3 +269,14 @@ def test_plan_calibrates_a_suite_whose_first_scenario_is_a_shift_with_tests(mirr
     (line,) = calibrate(parse_suite(d, "inline.yaml"))
     assert re.search(r"german_son: ≈ \d+ s for 8 cells on \d worker", line) and "slowest median+" in line, line
     assert "failed" not in line
+
+
+def test_validate_reads_a_suite_file():
+    """`fairmiss validate SUITE`: the suite and its quick version expanded and counted, nothing run or written."""
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-m", "flows.cli", "validate", "params/suites/fairmiss_quick.yaml"],
+                       cwd=PARAMS.parent, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ("params/suites/fairmiss_quick.yaml: ok — suite fairmiss_quick: 320 cells across 2 "
+                                "datasets (--quick: 24)")
