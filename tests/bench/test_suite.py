@@ -280,3 +280,31 @@ def test_validate_reads_a_suite_file():
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == ("params/suites/fairmiss_quick.yaml: ok — suite fairmiss_quick: 320 cells across 2 "
                                 "datasets (--quick: 24)")
+
+
+def test_plan_times_a_large_table_on_samples_and_carries_the_time_to_its_size():
+    """A table over CALIBRATION_ROWS is timed on two stratified samples; a time quadrupling when the rows double
+    grows quadratically to the table's size, one too short to measure grows linearly, the exponent kept in
+    [1, 2]."""
+    import dataclasses
+
+    import pandas as pd
+
+    from flows.bench import _extrapolated, _sample
+
+    small = [("a", 4.0, "ok"), ("b", 0.01, "ok"), ("c", 1.0, "ok"), ("d", 8.0, "ok")]
+    half = [("a", 1.0, "ok"), ("b", 0.004, "ok"), ("c", 1.0, "ok"), ("d", 0.5, "ok")]
+    got = {m: t for m, t, _ in _extrapolated(small, half, 6000, 3000)}
+    assert got == pytest.approx({"a": 16.0, "b": 0.02, "c": 2.0, "d": 32.0})
+
+    @dataclasses.dataclass
+    class D:
+        df: pd.DataFrame
+        group: str = "g"
+        label: str = "y"
+
+    df = pd.DataFrame({"g": [0] * 900 + [1] * 100, "y": ([0, 1] * 450) + [0] * 97 + [1] * 3, "x": range(1000)})
+    s = _sample(D(df), 100).df
+    assert len(s) in range(99, 103) and s["x"].is_monotonic_increasing and s["x"].is_unique
+    assert s.groupby(["g", "y"]).size().to_dict() == {(0, 0): 45, (0, 1): 45, (1, 0): 10, (1, 1): 2}
+    assert _sample(D(df), 2000).df is df
