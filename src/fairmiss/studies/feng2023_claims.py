@@ -44,6 +44,7 @@ A verdict is ``True``/``False``, or empty when the run has nothing to decide it 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -157,74 +158,72 @@ def _f(x: float) -> str:
     return "n/a" if not math.isfinite(x) else f"{x:+.3f}"
 
 
-def feng2023_claims(cells: pd.DataFrame, learners, missingness, gap: str) -> pd.DataFrame | None:
-    """The claims table (claim, statement, verdict, evidence) for a run with adapted interventions that have an
-    impute-then-classify counterpart; ``None`` for any other run. ``cells``: :func:`cells_frame`."""
-    pairs = counterparts(learners)
-    if not pairs or cells.empty or gap not in cells or "accuracy" not in cells:
-        return None
-    imputer_of = {s.name: (s.imputers[0] if getattr(s, "imputers", None) and len(s.imputers) == 1 else None)
-                  for s in learners}
-    present = set(cells["missingness"])
-    label = [m.name for m in missingness if _label_driven(m) and m.name in present]
-    other = [m.name for m in missingness if not _label_driven(m) and m.name in present]
-    n_splits = int(cells["split"].nunique())
-    few = n_splits < MIN_SPLITS
-    rows = []
+@dataclass(frozen=True)
+class _Run:
+    """What every claim of one run reads: its cells, pairs, settings and split count."""
 
-    def verdict(decided: bool, value: bool):
-        return None if (not decided or few) else bool(value)
+    cells: pd.DataFrame
+    learners: list
+    pairs: dict[str, str]
+    imputer_of: dict[str, str | None]
+    label: list[str]  # label-driven settings present in the cells
+    other: list[str]  # the other settings present
+    n_splits: int
+    gap: str
 
-    def why(ev: list[str], empty: str) -> str:
+    def verdict(self, decided: bool, value: bool):
+        return None if (not decided or self.n_splits < MIN_SPLITS) else bool(value)
+
+    def why(self, ev: list[str], empty: str) -> str:
         text = "; ".join(ev) or empty
-        return (f"too few splits to decide ({n_splits} < {MIN_SPLITS}); " + text) if (few and ev) else text
+        few = self.n_splits < MIN_SPLITS
+        return (f"too few splits to decide ({self.n_splits} < {MIN_SPLITS}); " + text) if (few and ev) else text
 
-    def d(miss, a, b, metric):
-        return _paired(cells, miss, a, b, metric, imputer_of.get(b))
+    def deltas(self, miss, a, b, metric) -> pd.Series:
+        return _deltas(self.cells, miss, a, b, metric, self.imputer_of.get(b))
 
-    # F1: retired (kept as a row so that a reader of an older table finds why it is gone)
-    rows.append(("F1 (retired)", "Retired: not label-driven, adapted interventions ≈ impute-then-classify",
-                 None, F1_RETIRED))
 
-    # F2, one row per counterpart
-    for b in sorted(set(pairs.values())):
-        around = sorted(k for k, v in pairs.items() if v == b)
-        c = critical(n_splits, len(around) * len(label))
-        ev, hit, decided = [], False, False
-        for a in around:
-            # per split: the pair's mean accuracy gain over the settings that are not label-driven
-            elsewhere = [_deltas(cells, m, a, b, "accuracy", imputer_of.get(b)) for m in other]
-            elsewhere = pd.concat(elsewhere, axis=1).mean(axis=1) if elsewhere else None
-            for miss in label:
-                da, sa, n = d(miss, a, b, "accuracy")
-                dg, sg, _ = d(miss, a, b, gap)
-                if n == 0 or not math.isfinite(da):
-                    continue
-                decided = True
-                if elsewhere is None:  # no other setting: the gain need not exceed anything
-                    more, se_more, more_ok = math.nan, math.nan, True
-                else:  # difference in differences, paired by split
-                    dd = (_deltas(cells, miss, a, b, "accuracy", imputer_of.get(b)) - elsewhere).dropna()
-                    more, se_more = _mean_se(dd.to_numpy())
-                    more_ok = math.isfinite(se_more) and more > c * se_more
-                beats = bool(math.isfinite(sa) and da > c * sa and more_ok and math.isfinite(sg) and dg < c * sg)
-                hit |= beats
-                ev.append(f"{miss}: {a} Δacc {_f(da)} (SE {sa:.3f}; minus its gain elsewhere {_f(more)}, "
-                          f"SE {se_more:.3f}), Δgap {_f(dg)} (SE {sg:.3f}){' — beats' if beats else ''}")
-        rows.append((f"F2 · {b}", f"Label-driven MNAR: an adapted intervention around {b} beats it (accuracy "
-                     "gain beyond noise and above its gain elsewhere, gap not larger beyond noise)",
-                     verdict(decided, hit), why(ev, "no label-driven setting")))
+def _f2_row(run: _Run, b: str) -> tuple:
+    """F2 for the impute-then-classify learner ``b``: an adapted intervention around it beats it under
+    label-driven MNAR (accuracy gain beyond noise and above its gain elsewhere, gap not larger beyond noise)."""
+    around = sorted(k for k, v in run.pairs.items() if v == b)
+    c = critical(run.n_splits, len(around) * len(run.label))
+    ev, hit, decided = [], False, False
+    for a in around:
+        # per split: the pair's mean accuracy gain over the settings that are not label-driven
+        elsewhere = [run.deltas(m, a, b, "accuracy") for m in run.other]
+        elsewhere = pd.concat(elsewhere, axis=1).mean(axis=1) if elsewhere else None
+        for miss in run.label:
+            da, sa, n = _paired(run.cells, miss, a, b, "accuracy", run.imputer_of.get(b))
+            dg, sg, _ = _paired(run.cells, miss, a, b, run.gap, run.imputer_of.get(b))
+            if n == 0 or not math.isfinite(da):
+                continue
+            decided = True
+            if elsewhere is None:  # no other setting: the gain need not exceed anything
+                more, se_more, more_ok = math.nan, math.nan, True
+            else:  # difference in differences, paired by split
+                more, se_more = _mean_se((run.deltas(miss, a, b, "accuracy") - elsewhere).dropna().to_numpy())
+                more_ok = math.isfinite(se_more) and more > c * se_more
+            beats = bool(math.isfinite(sa) and da > c * sa and more_ok and math.isfinite(sg) and dg < c * sg)
+            hit |= beats
+            ev.append(f"{miss}: {a} Δacc {_f(da)} (SE {sa:.3f}; minus its gain elsewhere {_f(more)}, "
+                      f"SE {se_more:.3f}), Δgap {_f(dg)} (SE {sg:.3f}){' — beats' if beats else ''}")
+    return (f"F2 · {b}", f"Label-driven MNAR: an adapted intervention around {b} beats it (accuracy gain beyond "
+            "noise and above its gain elsewhere, gap not larger beyond noise)",
+            run.verdict(decided, hit), run.why(ev, "no label-driven setting"))
 
-    # F3
-    mips = sorted({s.name for s in learners if s.kind == "fair_mip_forest"} & set(cells["learner"]))
-    c = critical(n_splits, len(pairs) * len(label))
+
+def _f3_row(run: _Run) -> tuple:
+    """F3: under label-driven MNAR, paper 000's Fair MIP Forest beats every adapted intervention."""
+    mips = sorted({s.name for s in run.learners if s.kind == "fair_mip_forest"} & set(run.cells["learner"]))
+    c = critical(run.n_splits, len(run.pairs) * len(run.label))
     ev, best, decided = [], False, False
     for mip in mips:
         all_beaten, seen = True, False
-        for a in sorted(pairs):
-            for miss in label:
-                da, sa, n = _paired(cells, miss, mip, a, "accuracy")
-                dg, sg, _ = _paired(cells, miss, mip, a, gap)
+        for a in sorted(run.pairs):
+            for miss in run.label:
+                da, sa, n = _paired(run.cells, miss, mip, a, "accuracy")
+                dg, sg, _ = _paired(run.cells, miss, mip, a, run.gap)
                 if n == 0 or not math.isfinite(da):
                     all_beaten = False
                     continue
@@ -235,28 +234,53 @@ def feng2023_claims(cells: pd.DataFrame, learners, missingness, gap: str) -> pd.
                 ev.append(f"{miss}: {mip} vs {a} Δacc {_f(da)} (SE {sa:.3f}), Δgap {_f(dg)} (SE {sg:.3f})"
                           f"{' — beats' if beats else ''}")
         best |= all_beaten and seen
-    rows.append(("F3", "Label-driven MNAR: paper 000's Fair MIP Forest (no imputation) beats every adapted "
-                 "intervention", verdict(decided, best),
-                 why(ev, "no Fair MIP Forest in this run" if not mips else "no label-driven setting")))
+    return ("F3", "Label-driven MNAR: paper 000's Fair MIP Forest (no imputation) beats every adapted "
+            "intervention", run.verdict(decided, best),
+            run.why(ev, "no Fair MIP Forest in this run" if not mips else "no label-driven setting"))
 
-    # ZL
-    col = f"cc_bias.{gap}"
-    if col in cells:
-        means = []
-        for (miss, learner), g in cells.groupby(["missingness", "learner"], sort=True):
-            m, se = _mean_se(g[col])
-            if math.isfinite(m):
-                means.append((miss, learner, m, se))
-        c = critical(n_splits, len(means))
-        far = [x for x in means if math.isfinite(x[3]) and abs(x[2]) > c * x[3]]
-        pos = sum(x[2] > 0 for x in means)
-        ev = [f"{len(means)} (missingness, method) means of {col}: {pos} positive (complete-case gap larger), "
-              + (f"{len(far)} beyond noise (more than {c:.2f} SE from 0)" if math.isfinite(c) else "none tested")
-              + f"; range {_f(min(x[2] for x in means))} … "
-              f"{_f(max(x[2] for x in means))}"] if means else []
-        rows.append(("ZL", "Complete-case fairness estimates are biased (Zhang & Long 2021): the gap measured on "
-                     "complete test rows differs from the full test set's", verdict(bool(means), bool(far)),
-                     why(ev, f"no cell logged {col}")))
+
+def _zl_row(run: _Run) -> tuple | None:
+    """ZL (Zhang & Long 2021): the complete-case gap differs from the full test set's; None without it."""
+    col = f"cc_bias.{run.gap}"
+    if col not in run.cells:
+        return None
+    means = []
+    for (miss, learner), g in run.cells.groupby(["missingness", "learner"], sort=True):
+        m, se = _mean_se(g[col])
+        if math.isfinite(m):
+            means.append((miss, learner, m, se))
+    c = critical(run.n_splits, len(means))
+    far = [x for x in means if math.isfinite(x[3]) and abs(x[2]) > c * x[3]]
+    pos = sum(x[2] > 0 for x in means)
+    ev = [f"{len(means)} (missingness, method) means of {col}: {pos} positive (complete-case gap larger), "
+          + (f"{len(far)} beyond noise (more than {c:.2f} SE from 0)" if math.isfinite(c) else "none tested")
+          + f"; range {_f(min(x[2] for x in means))} … "
+          f"{_f(max(x[2] for x in means))}"] if means else []
+    return ("ZL", "Complete-case fairness estimates are biased (Zhang & Long 2021): the gap measured on complete "
+            "test rows differs from the full test set's", run.verdict(bool(means), bool(far)),
+            run.why(ev, f"no cell logged {col}"))
+
+
+def feng2023_claims(cells: pd.DataFrame, learners, missingness, gap: str) -> pd.DataFrame | None:
+    """The claims table (claim, statement, verdict, evidence) for a run with adapted interventions that have an
+    impute-then-classify counterpart; ``None`` for any other run. ``cells``: :func:`cells_frame`."""
+    pairs = counterparts(learners)
+    if not pairs or cells.empty or gap not in cells or "accuracy" not in cells:
+        return None
+    present = set(cells["missingness"])
+    run = _Run(cells, learners, pairs,
+               {s.name: (s.imputers[0] if getattr(s, "imputers", None) and len(s.imputers) == 1 else None)
+                for s in learners},
+               [m.name for m in missingness if _label_driven(m) and m.name in present],
+               [m.name for m in missingness if not _label_driven(m) and m.name in present],
+               int(cells["split"].nunique()), gap)
+    # F1: retired (kept as a row so that a reader of an older table finds why it is gone)
+    rows = [("F1 (retired)", "Retired: not label-driven, adapted interventions ≈ impute-then-classify", None,
+             F1_RETIRED)]
+    rows += [_f2_row(run, b) for b in sorted(set(pairs.values()))]
+    rows.append(_f3_row(run))
+    zl = _zl_row(run)
+    rows += [zl] if zl is not None else []
     return pd.DataFrame(rows, columns=["claim", "statement", "verdict", "evidence"])
 
 
