@@ -193,7 +193,7 @@ def markdown(rows: list[dict], cells: pd.DataFrame, info: dict, command: str) ->
     attributed setting."""
     n_splits = int(cells["split"].nunique())
     out = ["# Feng et al. 2023 on COMPAS: fairmiss beside the paper's digitised figure values", "",
-           f"Command: `{command}` ({_dt.date.today().isoformat()}); {info['run_id']} ({len(cells)} cells, "
+           f"Command: `{command}` ({_dt.datetime.now(_dt.timezone.utc).date().isoformat()}); {info['run_id']} ({len(cells)} cells, "
            f"{n_splits} splits). Paper values: `docs/feng2023/paper_digitised.yaml` (attribution of a table to a "
            f"subplot: certain / likely / unclear, as that file says). Ours: accuracy at the paper's gap on our "
            f"front (mean over splits, Pareto front per arm); empty = outside our front's gap range. "
@@ -233,7 +233,7 @@ def main() -> None:
     res = ROOT / "bench" / "results"
     for name, text in (("feng2023_compas_figures.md", markdown(rows, cells, info, command)),
                        ("feng2023_compas_figures.json", json.dumps(
-                           {"command": command, "date": _dt.date.today().isoformat(), "run_id": info["run_id"],
+                           {"command": command, "date": _dt.datetime.now(_dt.timezone.utc).date().isoformat(), "run_id": info["run_id"],
                             "rows": rows}, indent=1, default=float))):
         tmp = res / (name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
