@@ -380,3 +380,23 @@ def test_outside_arms_are_in_no_statement():
     v, _, ev = _decide(cfg, _cells(cfg))
     assert "none+bag_eqodds_tree" not in set(ev["adapted"]) and "none+bag_fp_rf" in set(ev["adapted"])
     assert v["S-a"] is True
+
+
+def _bad_claims(**change):
+    from badinput import mutate_keys
+
+    return mutate_keys("studies/feng2023_paper_compas.yaml", {f"claims.feng2023.{k}": v for k, v in change.items()})
+
+
+@pytest.mark.parametrize("case", [
+    ("gaps-unknown-kind", {"gaps": {"fair_projektion": "fnr_difference"}}, ["claims", "fair_projektion"]),
+    ("gaps-unknown-gap", {"gaps": {"zafar": "fnr_gap"}}, ["claims", "fnr_gap"]),
+    ("outside-unknown-family", {"outside": ["ind_nope"]}, ["claims.feng2023.outside", "ind_nope"]),
+], ids=lambda c: c[0])
+def test_bad_claims_keys_are_one_line_before_anything_runs(case, tmp_path):
+    """The command line: one `fairmiss: error:` line naming the file and key, exit 2, nothing written."""
+    from badinput import BadInput, check
+
+    id_, change, expect = case
+    check(BadInput(id_, ["run", "params/x.yaml"], ["params/x.yaml", *expect],
+                   files={"params/x.yaml": _bad_claims(**change)}), tmp_path)
