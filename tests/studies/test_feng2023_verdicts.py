@@ -400,3 +400,17 @@ def test_bad_claims_keys_are_one_line_before_anything_runs(case, tmp_path):
     id_, change, expect = case
     check(BadInput(id_, ["run", "params/x.yaml"], ["params/x.yaml", *expect],
                    files={"params/x.yaml": _bad_claims(**change)}), tmp_path)
+
+
+def test_adaptive_around_a_validation_split_is_refused_before_anything_runs(tmp_path):
+    """`adaptive` around EqOdds (which carves its own validation split) failed in every cell at run time; the
+    command line now refuses it when the config loads, naming the learner and the base."""
+    from badinput import BadInput, check, load_params, dump
+
+    d = load_params("studies/feng2023_paper_compas.yaml")
+    d.pop("quick", None)
+    d["learners"].append({"kind": "adaptive", "name": "ind_eqodds", "imputers": ["none"],
+                          "base": {"kind": "threshold_optimizer", "constraint": "equalized_odds"}})
+    check(BadInput("adaptive-threshold-optimizer", ["run", "params/x.yaml"],
+                   ["params/x.yaml", "learners", "threshold_optimizer", "carves a validation split"],
+                   files={"params/x.yaml": dump(d)}), tmp_path)

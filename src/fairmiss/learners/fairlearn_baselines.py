@@ -82,4 +82,4 @@ def _threshold(spec, seed, threads):
 LEARNER_KINDS.register("exponentiated_gradient", ExponentiatedGradientSpec, _expgrad, needs_groups=True,
                        family="fairlearn")
 LEARNER_KINDS.register("threshold_optimizer", ThresholdOptimizerSpec, _threshold, needs_groups=True,
-                       family="fairlearn")
+                       family="fairlearn", carves_validation=True)

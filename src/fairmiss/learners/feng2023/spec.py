@@ -10,7 +10,7 @@ carves a validation split (``threshold_optimizer``); ``fairmissbag`` can (per me
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -24,8 +24,10 @@ __all__ = ["AdaptiveSpec", "FairMissBagSpec", "PatternClustersSpec"]
 _NESTING = ("adaptive", "fairmissbag", "pattern_clusters")
 
 
-def base_spec(d: dict, where: str = "base"):
-    """Validate a ``base`` learner entry as the spec of its registered kind."""
+def base_spec(d: dict, where: str = "base", *, no_validation_split: str | None = None):
+    """Validate a ``base`` learner entry as the spec of its registered kind. With ``no_validation_split`` (the
+    outer kind's name), a base registered with ``carves_validation`` (a post-processor fitted on a split carved
+    from train, ``threshold_optimizer``) is refused here, when the config loads, instead of in every cell."""
     if not isinstance(d, dict) or "kind" not in d:
         raise ValueError(f"{where}: a learner entry with a 'kind'")
     if d["kind"] in _NESTING:
@@ -34,6 +36,11 @@ def base_spec(d: dict, where: str = "base"):
         raise ValueError(f"{where}: unknown learner kind '{d['kind']}'; known: {sorted(LEARNER_KINDS.kinds())}")
     if d.get("imputers") is not None:
         raise ValueError(f"{where}: 'imputers' belongs to the outer learner")
+    if no_validation_split and LEARNER_KINDS[d["kind"]].flags.get("carves_validation"):
+        raise ValueError(f"{where}: '{d['kind']}' carves a validation split from the training rows, which "
+                         f"{no_validation_split} does not support; use fairmissbag (a split per member), a "
+                         "reduction such as exponentiated_gradient, or an imputer with add_indicator: true in "
+                         "front of the post-processor")
     return LEARNER_KINDS[d["kind"]].spec.model_validate(d)
 
 
@@ -46,10 +53,14 @@ def _build_base(d: dict, seed: int, threads: int, feature_names) -> Learner:
 
 
 class _Adapted(_LearnerBase):
+    #: whether this kind can hold a base that carves a validation split (fairmissbag: per member)
+    _base_may_carve: ClassVar[bool] = False
+
     @field_validator("base", check_fields=False)
     @classmethod
     def _valid_base(cls, v):
-        return base_spec(v).model_dump(mode="json", by_alias=True, exclude_none=True)
+        outer = None if cls._base_may_carve else cls.model_fields["kind"].default
+        return base_spec(v, no_validation_split=outer).model_dump(mode="json", by_alias=True, exclude_none=True)
 
     @property
     def takes_nan(self) -> bool:  # missing values are handled inside (indicators + zero / per-resample imputation)
@@ -78,6 +89,7 @@ class FairMissBagSpec(_Adapted):
     outside Lemma 1: it need not keep the members' equalized odds."""
 
     kind: Literal["fairmissbag"] = "fairmissbag"
+    _base_may_carve: ClassVar[bool] = True
     base: dict[str, Any] = Field(default_factory=lambda: {"kind": "exponentiated_gradient"}, validate_default=True)
     n_estimators: Annotated[int, Field(ge=1, le=500)] = 10
     strategy: Literal["mean", "median", "most_frequent"] = "mean"
