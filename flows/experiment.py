@@ -181,9 +181,9 @@ def cell_batches(cells: list, execution) -> list[list]:
     """``cells`` cut, in order, into the batches of ``execution.cells_per_task`` (see :class:`fairmiss.config.experiment.ExecutionSpec`):
     ``auto`` with the thread runner = guided batches, ``ceil(left / (4 × max_workers))`` cells capped at 32,
     so the first batches amortise Prefect's per-task cost and the last ones are single cells that the workers
-    finish together; ``auto`` with the process and Dask runners = one cell per task; an integer = that size.
-    A batch never cuts a fit group (:attr:`fairmiss.config.Cell.fit_group`, the test scenarios of a ``shift`` with
-    ``tests``, adjacent in ``cells``): it is extended to the group's last cell, so the group is fitted once."""
+    finish together; ``auto`` with the process and Dask runners = one cell per task here (the flow sizes those
+    batches from measured cell times as it submits them: :class:`CellTasks`, :func:`measured_batch_size`); an
+    integer = that size. A batch never cuts a fit group (:func:`batch_end`)."""
     k = execution.cells_per_task
     out, i = [], 0
     while i < len(cells):
@@ -193,12 +193,43 @@ def cell_batches(cells: list, execution) -> list[list]:
             n = min(32, -(-(len(cells) - i) // (4 * execution.max_workers)))
         else:
             n = 1
-        group = getattr(cells[min(i + n, len(cells)) - 1], "fit_group", None)
-        while group is not None and i + n < len(cells) and getattr(cells[i + n], "fit_group", None) == group:
-            n += 1
-        out.append(cells[i:i + n])
-        i += n
+        j = batch_end(cells, i, n)
+        out.append(cells[i:j])
+        i = j
     return out
+
+
+def batch_end(cells: list, i: int, n: int) -> int:
+    """The end of the batch of ``n`` cells starting at ``i``, extended to the last cell of a fit group
+    (:attr:`fairmiss.config.Cell.fit_group`, the test scenarios of a ``shift`` with ``tests``, adjacent in
+    ``cells``) so that the group is fitted once."""
+    j = min(i + n, len(cells))
+    group = getattr(cells[j - 1], "fit_group", None)
+    while group is not None and j < len(cells) and getattr(cells[j], "fit_group", None) == group:
+        j += 1
+    return j
+
+
+#: ``cells_per_task: auto`` with the process and Dask runners: a batch is sized to about this many seconds of its
+#: cells' compute time, measured on the cells finished so far (the first tasks hold one cell each). A Prefect task
+#: run costs the flow ~40-50 ms (bench/results/prefect_floor.md) and a Dask task ships the table and splits once,
+#: so 2 s keeps that under ~3 % while a lost worker or a stopped flow loses at most a few seconds of cells.
+TARGET_TASK_SECONDS = 2.0
+#: tasks in flight per worker (submitted, not finished): enough that a worker never waits for the flow, few enough
+#: that the flow holds a bounded number of futures and results whatever the suite's size
+TASKS_PER_WORKER = 4
+
+
+def measured_batch_size(cell_seconds: list[float], left: int, workers: int, *, cap: int = 32) -> int:
+    """Cells in the next batch: ``TARGET_TASK_SECONDS`` over the median measured cell time (the last 64 cells),
+    at least 1, at most ``cap`` and at most ``ceil(left / (4 × workers))`` (guided: the last batches are single
+    cells the workers finish together); 1 while nothing is measured."""
+    if not cell_seconds or left <= 0:
+        return 1
+    recent = sorted(cell_seconds[-64:])
+    median = recent[len(recent) // 2] if len(recent) % 2 else (recent[len(recent) // 2 - 1] + recent[len(recent) // 2]) / 2
+    n = int(TARGET_TASK_SECONDS / max(median, 1e-3) + 1e-9)  # 2 / 0.2 is 10 cells, not 2 // 0.2 = 9
+    return max(1, min(cap, n, -(-left // (TASKS_PER_WORKER * max(1, workers)))))
 
 
 class CellProgress:
@@ -520,9 +551,12 @@ def _compute_cells(run: RunContext, parent: str, log) -> list:
         log.info("cache: %d of %d cells already FINISHED with the same cell key (reused)", len(done), len(run.cells))
     tasks = CellTasks(run.cfg, run.data, run.config_path)
     tasks.submit(pending)
-    if pending:
+    if pending and not tasks.measured:
         log.info("%d cells in %d Prefect task runs (execution.cells_per_task: %s)", len(pending), tasks.n_tasks,
                  run.cfg.execution.cells_per_task)
+    elif pending:
+        log.info("%d cells in Prefect task runs of about %g s of cells each, sized as the cells are measured "
+                 "(execution.cells_per_task: auto)", len(pending), TARGET_TASK_SECONDS)
     results: list = []
     progress = CellProgress(len(run.cells), len(pending), run.cfg.experiment)
     try:
@@ -530,14 +564,23 @@ def _compute_cells(run: RunContext, parent: str, log) -> list:
     finally:
         tasks.stop()  # after an error or a signal, the batches still running start no other cell
     progress.close()
+    if tasks.measured and pending:
+        log.info("%d cells computed in %d Prefect task runs", len(pending), tasks.n_tasks)
     _warn_left_out_groups(run.cfg, results, run.groups, log)
     errors.redeliver_lost_sigterm()  # progress point (see there)
     return results
 
 
 class CellTasks:
-    """A run's Prefect tasks: its splits, then its cells in batches (:func:`cell_batches`); each cell's result
-    on demand (:meth:`result`), through :class:`CellSink` with the thread runner.
+    """A run's Prefect tasks: its splits, then its cells in batches; each cell's result on demand
+    (:meth:`result`), through :class:`CellSink` with the thread runner.
+
+    With the thread runner, or an integer ``cells_per_task``, every batch (:func:`cell_batches`) is submitted at
+    once. With ``auto`` on the process and Dask runners the batches are submitted as the run goes, at most
+    :data:`TASKS_PER_WORKER` per worker in flight, each sized from the cells measured so far
+    (:func:`measured_batch_size`): the flow's futures and results stay bounded whatever the number of cells, and
+    a batch of fast cells pays Prefect's and Dask's per-task costs once. The workers are counted on the Dask
+    cluster (prefect-dask's ``get_dask_client``) every :attr:`RECOUNT` s, so workers that join are used.
 
     ``quote()``: with the thread runner the tasks' inputs are plain values (or the split results), so Prefect need
     not walk the config, the DataFrame and the split arrays looking for futures on every submit and again in the
@@ -545,14 +588,22 @@ class CellTasks:
     tuples it finds in a task's arguments, so a quote (a tuple) would reach the task as a plain tuple, and there
     the inputs are pickled anyway."""
 
+    RECOUNT = 30.0
+
     def __init__(self, cfg: ExperimentConfig, data, config_path: str):
         self.cfg, self.data, self.config_path = cfg, data, config_path
         self.thread = cfg.execution.task_runner == "thread"
         self.sink = CellSink() if self.thread else None
         self.threads = max(1, (os.cpu_count() or 1) // cfg.execution.max_workers)  # BLAS threads per cell
-        self.futures: dict = {}
-        self.batch_results: dict = {}
+        self.measured = not self.thread and cfg.execution.cells_per_task == "auto"
+        self.futures: dict = {}  # cell key -> (task future, its batch), submitted and not yet taken
+        self.batch_results: dict = {}  # batch name -> {cell key: result}, fetched and not yet taken
+        self.in_flight: dict = {}  # batch name -> (future, batch), submitted and not yet fetched
+        self.cell_seconds: list[float] = []
+        self.queue: list = []
+        self.pos = 0
         self.n_tasks = 0
+        self._workers, self._counted_at = cfg.execution.max_workers, None
 
     def _q(self, x):
         return quote(x) if self.thread else x
@@ -560,29 +611,104 @@ class CellTasks:
     def submit(self, cells: list) -> None:
         """Every split the cells need made first (a failed split raises its own exception here, inside the parent
         run: e.g. MissingnessError; handing the failed future to Prefect would leave the cells PENDING and surface as
-        Prefect's UnfinishedRun), then the cells' batches submitted."""
+        Prefect's UnfinishedRun), then the cells' batches submitted (or, measured, the first of them)."""
         by_label = {missingness_label(c.missingness): c.missingness for c in cells}  # a shift's scenarios too
         futures = {k: split_task.submit(self.cfg, self.data, k[0], by_label[k[1]], config_path=self.config_path)
                    for k in sorted({_split_key(c) for c in cells})}
-        splits = {k: f.result() for k, f in futures.items()}
+        self.splits = {k: f.result() for k, f in futures.items()}
+        if self.measured:
+            self.queue = list(cells)
+            self._fill()
+            return
         for batch in cell_batches(cells, self.cfg.execution):
-            f = fit_evaluate_task.submit(self._q(self.cfg), self._q(batch), self._q(self.data),
-                                         self._q([splits[_split_key(c)] for c in batch]), self.threads,
-                                         self._q(self.sink) if self.thread else None)
-            self.futures.update({c.key: (f, batch) for c in batch})
-            self.n_tasks += 1
+            self._submit(batch)
+
+    def _submit(self, batch: list) -> None:
+        f = fit_evaluate_task.submit(self._q(self.cfg), self._q(batch), self._q(self.data),
+                                     self._q([self.splits[_split_key(c)] for c in batch]), self.threads,
+                                     self._q(self.sink) if self.thread else None)
+        self.futures.update({c.key: (f, batch) for c in batch})
+        self.in_flight[batch[0].key] = (f, batch)
+        self.n_tasks += 1
+
+    def workers(self) -> int:
+        """The workers computing the cells: ``max_workers``, or those of the Dask cluster (counted again every
+        :attr:`RECOUNT` s)."""
+        if self.cfg.execution.task_runner != "dask" or (
+                self._counted_at is not None and time.monotonic() - self._counted_at < self.RECOUNT):
+            return self._workers
+        self._counted_at = time.monotonic()
+        try:
+            from prefect_dask import get_dask_client
+
+            with get_dask_client() as client:
+                self._workers = max(1, len(client.scheduler_info().get("workers", {})))
+        except Exception as exc:  # before the runner's cluster started (its lazy start), or a lost scheduler
+            logger.debug("Dask workers not counted (%s); %d assumed", exc, self._workers)
+            self._counted_at = None if self.n_tasks == 0 else self._counted_at
+        return self._workers
+
+    def _fetch_done(self) -> None:
+        """Results of the tasks that have finished, kept until taken; their cells' compute times measured."""
+        for f, batch in [v for v in self.in_flight.values() if _done(v[0])]:
+            try:
+                self._fetch(f, batch)
+            except Exception:  # noqa: BLE001 — a failed task raises where its first cell is taken (result)
+                pass
+
+    def _fetch(self, f, batch) -> None:
+        name = batch[0].key
+        if name in self.batch_results:
+            return
+        results = f.result()  # the task's own exception, if it failed
+        self.in_flight.pop(name, None)
+        self.batch_results[name] = dict(zip((c.key for c in batch), results, strict=True))
+        self.cell_seconds += [sum(r.timings.values()) for r in results if r.status == "ok" and r.timings]
+
+    def _fill(self, at_least_one: bool = False) -> None:
+        """Submit the next batches while fewer than :data:`TASKS_PER_WORKER` per worker are in flight."""
+        if not self.measured:
+            return
+        self._fetch_done()
+        workers = self.workers()
+        while self.pos < len(self.queue) and (at_least_one or len(self.in_flight) < TASKS_PER_WORKER * workers):
+            n = measured_batch_size(self.cell_seconds, len(self.queue) - self.pos, workers)
+            j = batch_end(self.queue, self.pos, n)
+            self._submit(self.queue[self.pos:j])
+            self.pos, at_least_one = j, False
 
     def result(self, key: str):
-        f, batch = self.futures[key]
+        while key not in self.futures:  # cells are taken in config order: its batch is the next one
+            if self.pos >= len(self.queue):
+                raise KeyError(f"cell {key}: never submitted")
+            self._fill(at_least_one=True)
+        f, batch = self.futures.pop(key)
         if self.sink is not None:
             return self.sink.take(key, batch[0].key, f)
-        if batch[0].key not in self.batch_results:
-            self.batch_results[batch[0].key] = dict(zip((c.key for c in batch), f.result(), strict=True))
-        return self.batch_results[batch[0].key][key]
+        name = batch[0].key
+        while self.measured and name not in self.batch_results and not _done(f):
+            self._fill()  # keep the workers fed while this batch computes
+            time.sleep(0.05)
+        self._fetch(f, batch)
+        results = self.batch_results[name]
+        res = results.pop(key)
+        if not results:
+            del self.batch_results[name]
+        self._fill()
+        return res
 
     def stop(self) -> None:
         if self.sink is not None:
             self.sink.stop()
+        self.queue = self.queue[:self.pos]  # nothing more is submitted
+
+
+def _done(future) -> bool:
+    """Whether a Prefect task future has finished, from the executor's own future (no API call)."""
+    wrapped = getattr(future, "wrapped_future", None)
+    if wrapped is not None and hasattr(wrapped, "done"):
+        return bool(wrapped.done())
+    return future.state.is_final()
 
 
 def _split_key(cell) -> tuple:

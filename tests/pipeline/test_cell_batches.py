@@ -15,7 +15,8 @@ import pytest
 from conftest import small_config
 
 from fairmiss.config import ConfigError, load_config
-from flows.experiment import CellSink, cell_batches, run_experiment
+from flows.experiment import (TARGET_TASK_SECONDS, TASKS_PER_WORKER, CellSink, batch_end, cell_batches,
+                              measured_batch_size, run_experiment)
 
 
 def _ex(**kw):
@@ -44,6 +45,29 @@ def test_auto_is_one_cell_per_task_off_the_thread_runner_and_an_integer_is_a_siz
     for runner in ("thread", "process", "dask"):
         assert cell_batches(cells, _ex(task_runner=runner, cells_per_task=4)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert cell_batches([], _ex()) == []
+
+
+@pytest.mark.parametrize("seconds,left,workers,expected", [
+    ([], 1000, 2, 1),  # nothing measured yet: one cell
+    ([0.05] * 10, 1000, 2, 32),  # 2 s / 0.05 s = 40 cells, capped at 32
+    ([0.2] * 10, 1000, 2, 10),  # 2 s / 0.2 s
+    ([0.2] * 10, 30, 2, 4),  # guided near the end: ceil(30 / (4 x 2))
+    ([5.0] * 3, 1000, 2, 1),  # cells slower than a task's target: one per task
+    ([0.1, 0.1, 0.1, 10.0], 1000, 1, 20),  # the median, not the mean (one slow cell does not shrink batches)
+    ([9.0] * 100 + [0.5] * 64, 1000, 2, 4),  # the last 64 cells only: the run's cells changed speed
+])
+def test_measured_batch_size(seconds, left, workers, expected):
+    assert TARGET_TASK_SECONDS == 2.0 and TASKS_PER_WORKER == 4  # the cases above are computed for these
+    assert measured_batch_size(seconds, left, workers) == expected
+
+
+def test_a_batch_end_never_cuts_a_fit_group():
+    cells = [SimpleNamespace(fit_group=g) for g in [None, "a", "a", "a", None, "b", "b"]]
+    assert batch_end(cells, 0, 1) == 1
+    assert batch_end(cells, 0, 2) == 4  # extended over fit group a
+    assert batch_end(cells, 1, 1) == 4
+    assert batch_end(cells, 4, 2) == 7
+    assert batch_end(cells, 6, 5) == 7
 
 
 @pytest.mark.parametrize("bad", [0, -1, "some", 1.5])
@@ -109,6 +133,8 @@ def test_batched_flow_same_metrics_runs_and_failures_as_one_cell_per_task(tmp_pa
     same failed cells."""
     outs = {k: _run(tmp_path, f"cpt_{k}", k) for k in (1, 5, "auto")}
     outs["3-process"] = _run(tmp_path, "proc3", 3, runner="process")
+    # auto off the thread runner: batches submitted as the run goes, sized from the cells measured so far
+    outs["auto-process"] = _run(tmp_path, "procauto", "auto", runner="process")
     ref_out, ref_metrics, ref_runs = outs[1]
     assert len(ref_out["failed"]) == 6 and all("bad_lr" in k for k in ref_out["failed"])
     assert json.loads(ref_metrics)["n_cells"] == 12

@@ -284,7 +284,8 @@ class ExecutionSpec(_Strict):
     #: batches (each ``ceil(cells left / (4 × max_workers))`` cells, at most 32, shrinking to single cells at
     #: the end so the workers finish together), every cell handed to the flow, and logged to MLflow,
     #: as soon as it finishes — a SIGKILL still loses only the cells computing at the time; with the process
-    #: and Dask runners, one cell per task (a batch there returns when its last cell ends). An integer: batches
+    #: and Dask runners, batches of about 2 s of measured cell time, submitted as the run goes
+    #: (``flows.experiment.CellTasks``; a batch there returns when its last cell ends). An integer: batches
     #: of that size with any runner. Results do not depend on it (every cell draws its own seeds); the
     #: MLflow child run stays one per cell, only Prefect's UI shows fewer, larger task runs.
     cells_per_task: Annotated[int, Field(ge=1, le=10_000)] | Literal["auto"] = "auto"
