@@ -45,7 +45,8 @@ def _config(tmp: Path, arm: str) -> Path:
                         {"kind": "decision_tree", "name": "t3", "max_depth": 3},
                         {"kind": "decision_tree", "name": "t6", "max_depth": 6}],
            "tracking": {"uri": f"sqlite:///{tmp / arm / 'mlruns' / 'mlflow.db'}", "log_models": False},
-           "execution": {"max_workers": 2, "task_runner": "dask", "cells_per_task": 1 if arm == "one" else "auto"}}
+           "execution": {"max_workers": 2, "task_runner": "dask", "resume": False,  # every round computes its cells
+                         "cells_per_task": 1 if arm == "one" else "auto"}}
     p = tmp / arm / "config.yaml"
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(yaml.safe_dump(cfg, sort_keys=False))

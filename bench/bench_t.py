@@ -3,10 +3,10 @@ the same run (arms interleaved, medians of ``--repeats``), with the date, the lo
 
 | measure | reference | goal |
 |---|---|---|
-| product lines in ``flows/`` + ``src/fairmiss/tracking/`` | — | ≤ 2,800 |
-| RF-100 grid (100 cells of ~150 ms), flow vs the library called directly (timed after imports) | direct | ≤ 1.35× |
-| 100 logistic-regression cells, the whole ``fairmiss run --force`` command vs a plain Python loop command | loop | ≤ 2.5× |
-| command → first cell of a quick study, local Prefect server running | ``python -c "import prefect, mlflow, sklearn"`` | ≤ 2.5× |
+| product lines in ``flows/`` + ``src/fairmiss/tracking/`` | — | reported (the number goal is withdrawn) |
+| RF-100 grid (100 cells of ~150 ms), flow vs the library called directly (timed after imports) | direct | ≤ 1.6× (a guard) |
+| 100 logistic-regression cells, the whole ``fairmiss run --force`` command vs a plain Python loop command | loop | reported (withdrawn: seconds of start-up beside suites of hours) |
+| command → first cell of a quick study, local Prefect server running | ``python -c "import prefect, mlflow, sklearn"`` | reported (withdrawn, as above) |
 | up-to-date ``fairmiss run`` | — | ≤ 2 s |
 
 Schedules that fire and clusters that agree are not timings: ``tests/flows/test_schedules.py`` and
@@ -108,15 +108,16 @@ def main(argv=None) -> int:
     med = {n: statistics.median(v) for n, v in runs.items()}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lines = product_lines()
-    rows = [("product lines in flows/ + tracking", f"{lines:,}", "≤ 2,800", lines <= 2800)]
+    rows = [("product lines in flows/ + tracking", f"{lines:,}", "— (withdrawn)", None)]
 
     def ratio(a, b, label, goal):
         if a in med and b in med:
             r = med[a] / med[b]
-            rows.append((label, f"{r:.2f}× ({med[b]:.2f} → {med[a]:.2f} s)", f"≤ {goal}×", r <= goal))
-    ratio("rf_flow", "rf_direct", "RF-100 grid (100 cells), flow vs direct", 1.35)
-    ratio("lr_command", "lr_loop", "100 LR cells, whole `fairmiss run` vs plain loop command", 2.5)
-    ratio("first_cell", "imports", "command → first cell (server running) vs `import prefect, mlflow, sklearn`", 2.5)
+            rows.append((label, f"{r:.2f}× ({med[b]:.2f} → {med[a]:.2f} s)",
+                         "— (withdrawn)" if goal is None else f"≤ {goal}×", None if goal is None else r <= goal))
+    ratio("rf_flow", "rf_direct", "RF-100 grid (100 cells), flow vs direct (guard)", 1.6)
+    ratio("lr_command", "lr_loop", "100 LR cells, whole `fairmiss run` vs plain loop command", None)
+    ratio("first_cell", "imports", "command → first cell (server running) vs `import prefect, mlflow, sklearn`", None)
     if "uptodate" in med:
         rows.append(("up-to-date `fairmiss run`", f"{med['uptodate']:.2f} s", "≤ 2 s", med["uptodate"] <= 2))
     stamp = time.strftime("%Y-%m-%d %H:%M %Z")
@@ -124,7 +125,7 @@ def main(argv=None) -> int:
     md = [f"# Run engine goal table\n", f"`{cmd.strip()}` on `{commit}`, {stamp}; load average "
           f"{load0[0]:.2f} before, {os.getloadavg()[0]:.2f} after; medians of {args.repeats} interleaved repeats; "
           f"{os.cpu_count()} cores.\n", "| measure | result | goal | met |", "|---|---|---|---|"]
-    md += [f"| {a} | {b} | {c} | {'yes' if d else '**no**'} |" for a, b, c, d in rows]
+    md += [f"| {a} | {b} | {c} | {'—' if d is None else 'yes' if d else '**no**'} |" for a, b, c, d in rows]
     if args.note:
         md += ["", args.note]
     Path(args.out + ".md").write_text("\n".join(md) + "\n")
