@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -226,8 +227,7 @@ def measured_batch_size(cell_seconds: list[float], left: int, workers: int, *, c
     cells the workers finish together); 1 while nothing is measured."""
     if not cell_seconds or left <= 0:
         return 1
-    recent = sorted(cell_seconds[-64:])
-    median = recent[len(recent) // 2] if len(recent) % 2 else (recent[len(recent) // 2 - 1] + recent[len(recent) // 2]) / 2
+    median = statistics.median(cell_seconds[-64:])
     n = int(TARGET_TASK_SECONDS / max(median, 1e-3) + 1e-9)  # 2 / 0.2 is 10 cells, not 2 // 0.2 = 9
     return max(1, min(cap, n, -(-left // (TASKS_PER_WORKER * max(1, workers)))))
 
@@ -651,17 +651,20 @@ class CellTasks:
     def _fetch_done(self) -> None:
         """Results of the tasks that have finished, kept until taken; their cells' compute times measured."""
         for f, batch in [v for v in self.in_flight.values() if _done(v[0])]:
-            try:
-                self._fetch(f, batch)
-            except Exception:  # noqa: BLE001 — a failed task raises where its first cell is taken (result)
-                pass
+            self._fetch(f, batch)
 
     def _fetch(self, f, batch) -> None:
+        """A finished task's results, or its exception, kept under the batch's name: fetched once, and a failed
+        task's exception raised where the batch's first cell is taken (:meth:`result`), in config order."""
         name = batch[0].key
         if name in self.batch_results:
             return
-        results = f.result()  # the task's own exception, if it failed
         self.in_flight.pop(name, None)
+        try:
+            results = f.result()  # the task's own exception, if it failed
+        except Exception as exc:  # noqa: BLE001 — kept, raised by result()
+            self.batch_results[name] = exc
+            return
         self.batch_results[name] = dict(zip((c.key for c in batch), results, strict=True))
         self.cell_seconds += [sum(r.timings.values()) for r in results if r.status == "ok" and r.timings]
 
@@ -691,6 +694,8 @@ class CellTasks:
             time.sleep(0.05)
         self._fetch(f, batch)
         results = self.batch_results[name]
+        if isinstance(results, Exception):
+            raise results
         res = results.pop(key)
         if not results:
             del self.batch_results[name]

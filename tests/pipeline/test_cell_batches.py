@@ -15,7 +15,7 @@ import pytest
 from conftest import small_config
 
 from fairmiss.config import ConfigError, load_config
-from flows.experiment import (TARGET_TASK_SECONDS, TASKS_PER_WORKER, CellSink, batch_end, cell_batches,
+from flows.experiment import (TARGET_TASK_SECONDS, TASKS_PER_WORKER, CellSink, CellTasks, batch_end, cell_batches,
                               measured_batch_size, run_experiment)
 
 
@@ -104,6 +104,38 @@ def test_sink_hands_results_over_as_they_come_and_raises_the_task_error():
         sink.take("d", "c", fine)
     sink.stop()
     assert sink.put("e", 3) is False  # a stopped flow: the batch starts no other cell
+
+
+class _FailedTask:
+    """A finished, failed task future as :class:`CellTasks` reads it: the executor's future (``wrapped_future``,
+    what ``_done`` polls) and ``result()``, counted."""
+
+    def __init__(self, exc):
+        self.wrapped_future = concurrent.futures.Future()
+        self.wrapped_future.set_exception(exc)
+        self.calls = 0
+
+    def result(self):
+        self.calls += 1
+        return self.wrapped_future.result()
+
+
+def test_a_failed_batch_is_fetched_once_and_raises_at_its_first_cell(tmp_path):
+    """Measured batches (process runner, ``auto``): a task that failed frees its place in flight at once, its
+    exception is read once however often the flow polls, and reaches the flow where the batch's first cell is taken."""
+    tasks = CellTasks(load_config(small_config(tmp_path, execution={"task_runner": "process"})), None, "cfg.yaml")
+    assert tasks.measured
+    failed = _FailedTask(KeyError("boom"))
+    batch = [SimpleNamespace(key="a"), SimpleNamespace(key="b")]
+    tasks.queue, tasks.pos = batch, 2  # everything submitted
+    tasks.futures = {c.key: (failed, batch) for c in batch}
+    tasks.in_flight = {"a": (failed, batch)}
+    for _ in range(5):  # the flow's polls while it waits on another batch
+        tasks._fill()
+    assert failed.calls == 1 and tasks.in_flight == {}
+    with pytest.raises(KeyError, match="boom"):
+        tasks.result("a")
+    assert failed.calls == 1
 
 
 BAD = {"kind": "estimator", "name": "bad_lr", "estimator": "sklearn.linear_model.LogisticRegression",

@@ -69,6 +69,7 @@ class Tracker:
 
         self.async_logging = bool(MLFLOW_ENABLE_ASYNC_LOGGING.get())
         self._async_ops: dict[str, list] = {}  # run id -> its queued log_batch operations (RunOperations)
+        self._artifact_uris: dict[str, str] = {}  # run id -> its artifact URI, for the runs started here and open
 
     def _batch(self, run_id: str, **entities) -> None:
         """One ``log_batch``; asynchronous with :attr:`async_logging`, its operations kept for :meth:`end_run`."""
@@ -118,11 +119,13 @@ class Tracker:
         if parent_id:
             t["mlflow.parentRunId"] = parent_id
         run = self.client.create_run(self.experiment_id, run_name=run_name, tags=t)
+        self._artifact_uris[run.info.run_id] = run.info.artifact_uri
         return run.info.run_id
 
     @_guard_store
     def end_run(self, run_id: str, *, error: str | None = None) -> None:
         failure = self._flush_run(run_id)  # asynchronous logging: the run's params/metrics/tags first
+        self._artifact_uris.pop(run_id, None)
         if failure is not None and not error:
             error = f"asynchronous logging failed: {type(failure).__name__}: {failure}"
         if error:
@@ -219,7 +222,16 @@ class Tracker:
                 path = Path(tmp) / rel
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text)
-            self.client.log_artifacts(run_id, tmp)
+            uri = self._artifact_uris.get(run_id)
+            if uri is None:
+                self.client.log_artifacts(run_id, tmp)
+            else:
+                # The run's artifact URI is known from its creation: MLflow's client would read the whole run
+                # back (params, metrics, tags, inputs) to find it on every new run id — a sixth of a cell's
+                # logging on the flow's thread, which the cells' worker thread then waits for (the GIL).
+                from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+                get_artifact_repository(uri, tracking_uri=self.uri).log_artifacts(tmp)
 
     @_guard_store
     def log_dict(self, run_id: str, obj, artifact_file: str) -> None:
