@@ -28,6 +28,16 @@ def _variant(rel: str):
     return get_variant(load_params(rel)["dataset"]["name"])
 
 
+def _group_label(rel: str) -> tuple[str, str, dict]:
+    """A config's group and label columns, and the files its dataset needs in the case's project: an own file
+    (``dataset.file``, relative to the project) is copied there; a registered dataset needs none."""
+    ds = load_params(rel)["dataset"]
+    if "file" in ds:
+        return ds["group"], ds["label"], {ds["file"]: (PARAMS.parent / ds["file"]).read_bytes()}
+    v = _variant(rel)
+    return v.group, v.label, {}
+
+
 def _run(rel: str, text: str, cmd: str = "run", **kw) -> dict:
     return dict(argv=[cmd, X], files={X: text}, **kw)
 
@@ -103,13 +113,14 @@ def _file_cases():
 def _column_cases():
     out = []
     for rel in EXPERIMENT_CONFIGS:  # every real experiment config: mask its dataset's group, then its label
-        v, stem = _variant(rel), Path(rel).stem
-        for col in (v.group, v.label):
+        group, label, data = _group_label(rel)
+        stem = Path(rel).stem
+        for col in (group, label):
             miss = [{"kind": "mcar", "name": "bad", "rates": {col: 0.2}}]
             # a study's claims section names its own settings, which this case replaces: left out with them
             change = {"missingness": miss, **({"claims": DELETE} if "claims" in load_params(rel) else {})}
-            out.append(BadInput(f"mask-{'group' if col == v.group else 'label'}-{stem}", ["validate", X],
-                                [X, "missingness.0", col], files={X: mutate_keys(rel, change)}))
+            out.append(BadInput(f"mask-{'group' if col == group else 'label'}-{stem}", ["validate", X],
+                                [X, "missingness.0", col], files={X: mutate_keys(rel, change), **data}))
     miss = [{"kind": "mcar_group", "name": "typo", "rates": {"prior_count": {0: 0.4, 1: 0.1}}}]
     out += [
         BadInput("missingness-column-typo-validate", ["validate", X], [X, "missingness.0", "prior_count"],
