@@ -12,6 +12,7 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 from mlflow.tracking import MlflowClient
 
 import fairmiss
@@ -213,8 +214,7 @@ class Tracker:
 
     @_guard_store
     def log_files(self, run_id: str, files: dict[str, str]) -> None:
-        """Several small text artifacts (``{relative path: text}``) in one artifact-store upload: one call
-        instead of one per file, a measurable share of a fast cell's logging."""
+        """Several small text artifacts (``{relative path: text}``) in one upload: one call, not one per file."""
         if not files:
             return
         with tempfile.TemporaryDirectory(prefix="fairmiss-art-") as tmp:
@@ -222,16 +222,11 @@ class Tracker:
                 path = Path(tmp) / rel
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text)
-            uri = self._artifact_uris.get(run_id)
-            if uri is None:
-                self.client.log_artifacts(run_id, tmp)
-            else:
-                # The run's artifact URI is known from its creation: MLflow's client would read the whole run
-                # back (params, metrics, tags, inputs) to find it on every new run id — a sixth of a cell's
-                # logging on the flow's thread, which the cells' worker thread then waits for (the GIL).
-                from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-
+            uri = self._artifact_uris.get(run_id)  # from the run's creation: MLflow's client would read the whole
+            if uri:  # run back for it, a sixth of a cell's logging CPU (docs/development.md, the RF-100 guard)
                 get_artifact_repository(uri, tracking_uri=self.uri).log_artifacts(tmp)
+            else:
+                self.client.log_artifacts(run_id, tmp)
 
     @_guard_store
     def log_dict(self, run_id: str, obj, artifact_file: str) -> None:
