@@ -153,7 +153,7 @@ def free_port() -> int:
 
 
 class DaskCluster:
-    """A long-lived local Dask cluster (``dask scheduler`` + ``workers`` single-threaded ``dask worker``
+    """A long-lived local Dask cluster (``dask scheduler`` + ``workers`` single-threaded ``fairmiss worker``
     processes on 127.0.0.1), started before the timed flow run, as a team's cluster would be."""
 
     def __init__(self, workers: int, log_dir: Path):
@@ -168,8 +168,10 @@ class DaskCluster:
                                         "--no-dashboard"], env=env, stdout=self.log, stderr=subprocess.STDOUT)]
         time.sleep(2)
         for _ in range(workers):
-            self.procs.append(subprocess.Popen([exe, "worker", self.address, "--nthreads", "1", "--nworkers", "1",
-                                                "--host", "127.0.0.1", "--no-dashboard"], env=env,
+            # `fairmiss worker`: a Dask worker pinned to compute as fairmiss does (a plain `dask worker` is refused
+            # by the run's cluster check when its BLAS kernel differs from the flow's)
+            self.procs.append(subprocess.Popen([sys.executable, "-m", "flows.cli", "worker", self.address, "--nthreads",
+                                                "1", "--nworkers", "1", "--host", "127.0.0.1", "--no-dashboard"], env=env,
                                                stdout=self.log, stderr=subprocess.STDOUT))
         from distributed import Client
 
