@@ -1,25 +1,29 @@
-"""Feng, Calmon & Wang (NeurIPS 2023) on COMPAS: fairmiss's fronts beside the paper's digitised figure values.
+"""Feng, Calmon & Wang (NeurIPS 2023) on COMPAS and Adult: fairmiss's fronts beside the paper's digitised figure values.
 
-Reads the finished cells of ``feng2023_paper_compas`` (``fairmiss study feng2023_paper_compas``: the paper's
-missingness and grids) from the study's results directory, draws each arm's front per missingness setting the way the paper
+Reads the finished cells of ``feng2023_paper_compas`` or ``feng2023_paper_adult`` (``fairmiss study <name>``: the
+paper's missingness and grids; or a part of the study written by ``bench/study_part.py``) from the results directory, draws each arm's front per missingness setting the way the paper
 draws its curves (a point per hyperparameter value, accuracy and the gap averaged over the splits, Pareto-dominated
 points left out: "we obtain a convex curve by omitting points that are Pareto dominated", §6.1), and puts the
 paper's values beside ours, read from ``docs/feng2023/paper_digitised.yaml`` (tables a text rendering of the paper
 carries under its figures; which subplot a table belongs to is mostly inferred, and that file says how sure each
 attribution is):
 
-* Fig. 7(a), DispMistreatment (FNR gap): baseline (mean imputation), missing indicators, affinely adaptive;
-* Fig. 1(b), FairProjection (mean equalized odds);
-* Fig. 9, FairProjection on a 20-tree, depth-3 forest: impute-then-classify vs FairMissBag (mean imputation).
+* COMPAS: Fig. 7(a), DispMistreatment (FNR gap): baseline (mean imputation), missing indicators, affinely adaptive;
+  Fig. 1(b), FairProjection (mean equalized odds); Fig. 9, FairProjection on a 20-tree, depth-3 forest:
+  impute-then-classify vs FairMissBag (mean imputation).
+* Adult: Fig. 7(b), DispMistreatment (FNR gap), the same three arms. (Fig. 1(a) is IPUMS Adult, another data set,
+  and the text carries no values for it.)
+
+A panel whose arms have no cells in the results (a part of the study) is left out.
 
 For a digitised point (x, accuracy) we give our front's accuracy at the same gap x (linear between the front's
 points; empty when x is outside our front's gap range). A table whose lines are named by colour only (the text
 states no legend) is compared with every arm of the panel. The order and sign of the curves are the first check;
 magnitudes are compared at ±0.02.
 
-    .venv/bin/python bench/feng2023_compare.py [--results-dir results] [--experiment feng2023_paper_compas]
+    .venv/bin/python bench/feng2023_compare.py [--dataset compas|adult] [--results-dir results] [--experiment NAME]
 
-Writes ``bench/results/feng2023_compas_figures.{json,md}`` and ``docs/img/feng2023_compas_<panel>.png``.
+Writes ``bench/results/feng2023_<dataset>_figures.{json,md}`` and ``docs/img/feng2023_<dataset>_<panel>.png``.
 """
 
 from __future__ import annotations
@@ -38,17 +42,27 @@ ROOT = Path(__file__).resolve().parents[1]
 TOL = 0.02
 SETTINGS = ("mcar", "mar", "mnar")
 
-#: panel -> (the paper's figure number and panel text in paper_digitised.yaml, gap, our fronts by the paper's names)
-PANELS = {
+#: dataset -> panel -> (the paper's figure number and panel text in paper_digitised.yaml, gap, our fronts by the
+#: paper's names)
+DM_ARMS = {"Baseline": "mean+dm", "Adding missing indicators": "none+ind_dm",
+           "Affinely adaptive classification": "none+aff_dm"}
+PANELS_BY_DATASET = {"compas": {
     "fig7a": ((7, "(a) COMPAS, DispMistreatment"), "fnr_difference",
-              {"Baseline": "mean+dm", "Adding missing indicators": "none+ind_dm",
-               "Affinely adaptive classification": "none+aff_dm"}),
+              DM_ARMS),
     "fig1b": ((1, "(b) COMPAS, FairProjection"), "mean_equalized_odds",
               {"Baseline": "mean+fp", "Adding missing indicators": "none+ind_fp",
                "Affinely adaptive classification": "none+aff_fp"}),
     "fig9": ((9, "whole figure (COMPAS, FairProjection; MCAR / MAR / MNAR)"), "mean_equalized_odds",
              {"Baseline (mean)": "mean+fp_rf", "FairMissBag (mean)": "none+bag_fp_rf"}),
-}
+}, "adult": {
+    "fig7b": ((7, "(b) Adult, DispMistreatment"), "fnr_difference", DM_ARMS),
+}}
+PANELS = PANELS_BY_DATASET["compas"]
+
+
+def _line_name(line: str) -> str:
+    """A digitised line's method name: some tables suffix the y axis ("Baseline Accuracy")."""
+    return line[: -len(" Accuracy")] if line.endswith(" Accuracy") else line
 
 
 def _family(method: str) -> str:
@@ -108,13 +122,19 @@ def _setting_of(table: dict) -> str | None:
     return None
 
 
-def compare(cells: pd.DataFrame, digitised: dict) -> list[dict]:
+def _panels(cells: pd.DataFrame, panels: dict) -> dict:
+    """The panels whose arms all have cells."""
+    have = set(cells["front"])
+    return {p: v for p, v in panels.items() if set(v[2].values()) <= have}
+
+
+def compare(cells: pd.DataFrame, digitised: dict, panels: dict = PANELS) -> list[dict]:
     rows = []
-    for panel, ((figure, text), gap, arms) in PANELS.items():
+    for panel, ((figure, text), gap, arms) in _panels(cells, panels).items():
         pts = fronts(cells[cells["front"].isin(arms.values())], gap)
         for order, table in enumerate(_paper_tables(digitised, figure, text)):
             setting = _setting_of(table)
-            for line, values in table["lines"].items():
+            for line, values in ((_line_name(k), v) for k, v in table["lines"].items()):
                 ours = {arms[line]: arms[line]} if line in arms else {a: f for a, f in arms.items()}
                 for x, y in values:
                     if isinstance(x, str):  # Fig. 9: one approximate accuracy per setting, no gap given
@@ -141,14 +161,16 @@ def compare(cells: pd.DataFrame, digitised: dict) -> list[dict]:
     return rows
 
 
-def plot(cells: pd.DataFrame, digitised: dict, out_dir: Path) -> list[Path]:
+def plot(cells: pd.DataFrame, digitised: dict, out_dir: Path, dataset: str = "compas",
+         experiment: str = "feng2023_paper_compas") -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     paths = []
-    for panel, ((figure, text), gap, arms) in PANELS.items():
+    name = {"compas": "COMPAS", "adult": "Adult"}[dataset]
+    for panel, ((figure, text), gap, arms) in _panels(cells, PANELS_BY_DATASET[dataset]).items():
         pts = fronts(cells[cells["front"].isin(arms.values())], gap)
         fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
         for ax, s in zip(axes, SETTINGS):
@@ -159,21 +181,21 @@ def plot(cells: pd.DataFrame, digitised: dict, out_dir: Path) -> list[Path]:
             for table in _paper_tables(digitised, figure, text):
                 if _setting_of(table) != s:
                     continue
-                for line, values in table["lines"].items():
+                for line, values in ((_line_name(k), v) for k, v in table["lines"].items()):
                     xy = [(float(x), float(y)) for x, y in values if not isinstance(x, str)]
                     if xy:
                         colour = {n: c for n, c in zip(arms, ("C0", "C1", "C2"))}.get(line, "grey")
                         ax.plot(*zip(*xy), ls="--", marker="x", color=colour, lw=0.9,
                                 label=f"paper (digitised): {line}")
-            ax.set_title(f"COMPAS, {s.upper()}")
+            ax.set_title(f"{name}, {s.upper()}")
             ax.set_xlabel({"fnr_difference": "FNR difference", "mean_equalized_odds": "mean equalized odds"}[gap])
             ax.grid(alpha=0.3)
         axes[0].set_ylabel("accuracy")
         axes[-1].legend(fontsize=7, loc="lower right")
         fig.suptitle(f"Feng et al. 2023, Fig. {figure} {text.split(',')[0] if figure != 9 else ''}: fairmiss "
-                     f"feng2023_paper_compas (mean ± SE over splits, Pareto front per arm)", fontsize=9)
+                     f"{experiment} (mean ± SE over splits, Pareto front per arm)", fontsize=9)
         fig.tight_layout()
-        path = out_dir / f"feng2023_compas_{panel}.png"
+        path = out_dir / f"feng2023_{dataset}_{panel}.png"
         tmp = path.with_suffix(".tmp.png")
         fig.savefig(tmp, dpi=110)
         plt.close(fig)
@@ -187,12 +209,13 @@ def _fmt(v) -> str:
         else f"{v:.3f}"
 
 
-def markdown(rows: list[dict], cells: pd.DataFrame, info: dict, command: str) -> str:
+def markdown(rows: list[dict], cells: pd.DataFrame, info: dict, command: str, dataset: str = "compas") -> str:
     """One line per digitised point: the paper's accuracy, ours at the same gap in each setting (the setting the
     table is attributed to marked *; a line named by colour only: the range over the panel's arms), and Δ for the
     attributed setting."""
     n_splits = int(cells["split"].nunique())
-    out = ["# Feng et al. 2023 on COMPAS: fairmiss beside the paper's digitised figure values", "",
+    title = {"compas": "COMPAS", "adult": "Adult"}[dataset]
+    out = [f"# Feng et al. 2023 on {title}: fairmiss beside the paper's digitised figure values", "",
            f"Command: `{command}` ({_dt.datetime.now(_dt.timezone.utc).date().isoformat()}); {info['run_id']} ({len(cells)} cells, "
            f"{n_splits} splits). Paper values: `docs/feng2023/paper_digitised.yaml` (attribution of a table to a "
            f"subplot: certain / likely / unclear, as that file says). Ours: accuracy at the paper's gap on our "
@@ -223,22 +246,27 @@ def markdown(rows: list[dict], cells: pd.DataFrame, info: dict, command: str) ->
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--results-dir", default="results", help="where the study wrote results/<experiment>/")
-    ap.add_argument("--experiment", default="feng2023_paper_compas")
+    ap.add_argument("--dataset", choices=sorted(PANELS_BY_DATASET), default="compas")
+    ap.add_argument("--experiment", help="default: feng2023_paper_<dataset>")
     args = ap.parse_args()
+    experiment = args.experiment or f"feng2023_paper_{args.dataset}"
     digitised = yaml.safe_load((ROOT / "docs" / "feng2023" / "paper_digitised.yaml").read_text(encoding="utf-8"))
-    cells, info = read_cells(Path(args.results_dir), args.experiment)
-    rows = compare(cells, digitised)
-    plot(cells, digitised, ROOT / "docs" / "img")
-    command = f"python bench/feng2023_compare.py --results-dir RESULTS --experiment {args.experiment}"
+    cells, info = read_cells(Path(args.results_dir), experiment)
+    panels = PANELS_BY_DATASET[args.dataset]
+    rows = compare(cells, digitised, panels)
+    plot(cells, digitised, ROOT / "docs" / "img", args.dataset, experiment)
+    command = (f"python bench/feng2023_compare.py --dataset {args.dataset} --results-dir RESULTS "
+               f"--experiment {experiment}")
     res = ROOT / "bench" / "results"
-    for name, text in (("feng2023_compas_figures.md", markdown(rows, cells, info, command)),
-                       ("feng2023_compas_figures.json", json.dumps(
+    md = markdown(rows, cells, info, command, args.dataset)
+    for name, text in ((f"feng2023_{args.dataset}_figures.md", md),
+                       (f"feng2023_{args.dataset}_figures.json", json.dumps(
                            {"command": command, "date": _dt.datetime.now(_dt.timezone.utc).date().isoformat(), "run_id": info["run_id"],
                             "rows": rows}, indent=1, default=float))):
         tmp = res / (name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(res / name)
-    print(markdown(rows, cells, info, command))
+    print(md)
 
 
 if __name__ == "__main__":
