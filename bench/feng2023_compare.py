@@ -161,6 +161,29 @@ def compare(cells: pd.DataFrame, digitised: dict, panels: dict = PANELS) -> list
     return rows
 
 
+def front_spans(cells: pd.DataFrame, digitised: dict, panels: dict = PANELS) -> list[dict]:
+    """Per panel, setting and arm: how far our front reaches (its non-dominated points' gap and accuracy ranges)
+    beside the gap and accuracy ranges of the paper's table attributed to that setting. A paper's point without a
+    counterpart in the table above is most often outside our front's gap range; this says by how much."""
+    rows = []
+    for panel, ((figure, text), gap, arms) in _panels(cells, panels).items():
+        pts = fronts(cells[cells["front"].isin(arms.values())], gap)
+        tables = {_setting_of(t): t for t in _paper_tables(digitised, figure, text)}
+        for s in SETTINGS:
+            xy = [(float(x), float(y)) for t in ([tables[s]] if s in tables else [])
+                  for v in t["lines"].values() for x, y in v if not isinstance(x, str)]
+            for name, fam in arms.items():
+                f = pts[(pts["missingness"] == s) & (pts["front"] == fam) & pts["on_front"]]
+                rows.append({"panel": panel, "setting": s, "arm": name, "points": int(len(f)),
+                             "gap_min": float(f["gap"].min()), "gap_max": float(f["gap"].max()),
+                             "acc_min": float(f["accuracy"].min()), "acc_max": float(f["accuracy"].max()),
+                             "paper_gap_min": min((x for x, _ in xy), default=math.nan),
+                             "paper_gap_max": max((x for x, _ in xy), default=math.nan),
+                             "paper_acc_min": min((y for _, y in xy), default=math.nan),
+                             "paper_acc_max": max((y for _, y in xy), default=math.nan)})
+    return rows
+
+
 def plot(cells: pd.DataFrame, digitised: dict, out_dir: Path, dataset: str = "compas",
          experiment: str = "feng2023_paper_compas") -> list[Path]:
     import matplotlib
@@ -169,7 +192,7 @@ def plot(cells: pd.DataFrame, digitised: dict, out_dir: Path, dataset: str = "co
     import matplotlib.pyplot as plt
 
     paths = []
-    name = {"compas": "COMPAS", "adult": "Adult"}[dataset]
+    title = {"compas": "COMPAS", "adult": "Adult"}[dataset]
     for panel, ((figure, text), gap, arms) in _panels(cells, PANELS_BY_DATASET[dataset]).items():
         pts = fronts(cells[cells["front"].isin(arms.values())], gap)
         fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
@@ -187,7 +210,7 @@ def plot(cells: pd.DataFrame, digitised: dict, out_dir: Path, dataset: str = "co
                         colour = {n: c for n, c in zip(arms, ("C0", "C1", "C2"))}.get(line, "grey")
                         ax.plot(*zip(*xy), ls="--", marker="x", color=colour, lw=0.9,
                                 label=f"paper (digitised): {line}")
-            ax.set_title(f"{name}, {s.upper()}")
+            ax.set_title(f"{title}, {s.upper()}")
             ax.set_xlabel({"fnr_difference": "FNR difference", "mean_equalized_odds": "mean equalized odds"}[gap])
             ax.grid(alpha=0.3)
         axes[0].set_ylabel("accuracy")
@@ -209,7 +232,8 @@ def _fmt(v) -> str:
         else f"{v:.3f}"
 
 
-def markdown(rows: list[dict], cells: pd.DataFrame, info: dict, command: str, dataset: str = "compas") -> str:
+def markdown(rows: list[dict], cells: pd.DataFrame, info: dict, command: str, dataset: str = "compas",
+             spans: list[dict] | None = None) -> str:
     """One line per digitised point: the paper's accuracy, ours at the same gap in each setting (the setting the
     table is attributed to marked *; a line named by colour only: the range over the panel's arms), and Δ for the
     attributed setting."""
@@ -240,6 +264,16 @@ def markdown(rows: list[dict], cells: pd.DataFrame, info: dict, command: str, da
         first = g.iloc[0]
         out.append(f"| {panel} | {table} ({first['attribution']}) | {line} | {'' if gap < 0 else f'{gap:.3f}'} | "
                    f"{first['paper']:.3f} | {' | '.join(cols)} | {delta} | {within} |")
+    if spans:
+        out += ["", "How far each front reaches: our non-dominated points (mean over splits) beside the range of the "
+                "paper's table attributed to the same setting (all its lines; empty: no table for that setting).", "",
+                "| panel | setting | arm | points | our gap | our accuracy | paper's gap | paper's accuracy |",
+                "|---|---|---|---|---|---|---|---|"]
+        rng = lambda a, b: "" if not math.isfinite(a) else f"{a:.3f}–{b:.3f}"  # noqa: E731
+        for r in spans:
+            out.append(f"| {r['panel']} | {r['setting'].upper()} | {r['arm']} | {r['points']} | "
+                       f"{rng(r['gap_min'], r['gap_max'])} | {rng(r['acc_min'], r['acc_max'])} | "
+                       f"{rng(r['paper_gap_min'], r['paper_gap_max'])} | {rng(r['paper_acc_min'], r['paper_acc_max'])} |")
     return "\n".join(out) + "\n"
 
 
@@ -258,11 +292,12 @@ def main() -> None:
     command = (f"python bench/feng2023_compare.py --dataset {args.dataset} --results-dir RESULTS "
                f"--experiment {experiment}")
     res = ROOT / "bench" / "results"
-    md = markdown(rows, cells, info, command, args.dataset)
+    spans = front_spans(cells, digitised, panels)
+    md = markdown(rows, cells, info, command, args.dataset, spans)
     for name, text in ((f"feng2023_{args.dataset}_figures.md", md),
                        (f"feng2023_{args.dataset}_figures.json", json.dumps(
                            {"command": command, "date": _dt.datetime.now(_dt.timezone.utc).date().isoformat(), "run_id": info["run_id"],
-                            "rows": rows}, indent=1, default=float))):
+                            "rows": rows, "fronts": spans}, indent=1, default=float))):
         tmp = res / (name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(res / name)

@@ -76,3 +76,7 @@ def test_adult_lines_suffixed_accuracy_are_their_arms_and_a_panel_without_cells_
     assert at[0.05]["paper"] == pytest.approx(0.752) and at[0.05]["fairmiss"] == pytest.approx(0.74)
     assert at[0.05]["within"] is True and at[0.25]["diff"] == pytest.approx(0.76 - 0.753)
     assert {r["panel"] for r in fc.compare(cells, d, fc.PANELS_BY_DATASET["compas"])} == {"fig7a"}
+    spans = {(r["setting"], r["arm"]): r for r in fc.front_spans(cells, d, fc.PANELS_BY_DATASET["adult"])}
+    mar = spans[("mar", "Baseline")]
+    assert (mar["points"], mar["gap_min"], mar["gap_max"]) == (2, pytest.approx(0.05), pytest.approx(0.25))
+    assert (mar["paper_gap_min"], mar["paper_gap_max"], mar["paper_acc_max"]) == (0.05, 0.25, 0.756)
